@@ -1,0 +1,36 @@
+"""`ratchet demo`: the quick start on the embedded default (local store, SQLite MLflow,
+ephemeral Prefect)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from cli.running import execute_run
+from schemas.configs import RunConfig
+
+PUBLISHED = {"circle_packing": ("AlphaEvolve n=26 sum of radii", 2.6359830849)}
+
+EXAMPLE_QUERIES = (
+    "SELECT c.operator, g.decision, count(*) FROM gate_decisions g JOIN candidates c USING (run_id, candidate_id) GROUP BY ALL ORDER BY ALL",
+    "SELECT run_id, version, select_score, holdout_score FROM registry ORDER BY run_id, version",
+    "SELECT status, count(*) AS n, round(avg(wall_s), 3) AS mean_wall_s FROM executions GROUP BY status",
+)
+
+
+def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> None:
+    circle = execute_run(console, store_uri, RunConfig(loop="evolve", suite="circle_packing", budget=budget, seed=0), None)
+    bins = execute_run(console, store_uri, RunConfig(loop="evolve", suite="bin_packing", budget=bin_budget, seed=0), None)
+    label, best = PUBLISHED["circle_packing"]
+    console.rule("Ratchet demo")
+    console.print(f"circle_packing champion: select {circle['select_score']:.6f}, holdout (n=32) "
+                  f"{circle['holdout_score']:.6f}; {label}: {best} "
+                  f"({100 * circle['select_score'] / best:.1f}% of it) after {circle['executions']} executions")
+    console.print(f"bin_packing champion: excess {-bins['select_score']:.3f}% on select cases, "
+                  f"{-bins['holdout_score']:.3f}% on holdout cases (lower is better)")
+    console.print(f"\nData: Parquet tables under {store_uri}/tables, blobs under {store_uri}/blobs")
+    console.print("Query it in SQL:")
+    for query in EXAMPLE_QUERIES:
+        console.print(f"  ratchet sql \"{query}\"")
+    console.print(f"Open it from any DuckDB client:  ratchet catalog  ->  duckdb {store_uri}/catalog.duckdb")
+    console.print(f"MLflow UI:   .venv/bin/mlflow ui --backend-store-uri sqlite:///{store_uri}/mlflow.db")
+    console.print(f"Prefect UI:  PREFECT_HOME={store_uri}/prefect .venv/bin/prefect server start")

@@ -1,0 +1,89 @@
+"""Starting and resuming runs from the command line, with a Rich progress bar."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from schemas.configs import RunConfig, SandboxConfig
+from tasks.progress import set_reporter
+from tasks.runs import new_run_id
+
+
+def parse_params(pairs: list[str]) -> dict[str, float | int | str]:
+    """KEY=VALUE pairs -> typed suite params (int, then float, else string)."""
+    params: dict[str, float | int | str] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--param {pair!r} must look like KEY=VALUE, e.g. --param n=26")
+        for cast in (int, float, str):
+            try:
+                params[key] = cast(raw)
+                break
+            except ValueError:
+                continue
+    return params
+
+
+def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, params, timeout, tracking) -> RunConfig:
+    from flows import LOOPS
+
+    if loop not in LOOPS:
+        raise ValueError(f"unknown loop {loop!r}; available loops: {', '.join(sorted(LOOPS))}")
+    return RunConfig(
+        loop=loop, suite=suite, budget=budget, seed=seed, workers=workers, dask_address=dask, proposer=proposer,
+        inner_budget=inner_budget, suite_params=parse_params(params), tracking=tracking,
+        sandbox=SandboxConfig(timeout_s=timeout),
+    )
+
+
+def total_evaluations(config: RunConfig) -> int:
+    """Candidate evaluations the progress bar counts (seed included)."""
+    if config.loop == "aide2":
+        return config.budget * len(config.inner_suites) * (config.inner_budget + 1)
+    return config.budget + 1
+
+
+class RichReporter:
+    def __init__(self, progress: Progress, task_id) -> None:
+        self.progress, self.task_id = progress, task_id
+
+    def start(self, description: str, total: int) -> None:
+        self.progress.update(self.task_id, description=description, total=total)
+
+    def advance(self, steps: int, status: str) -> None:
+        self.progress.update(self.task_id, advance=steps, status=status)
+
+
+def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str | None) -> dict:
+    """Run (or resume) the loop's flow and print its summary."""
+    from flows import LOOPS
+    from tasks.proposers import make_proposer
+
+    ok, why = make_proposer(config.proposer, config.evolve).available()
+    if not ok:
+        raise SystemExit(f"proposer {config.proposer!r} is unavailable: {why}")
+    run_id = run_id or new_run_id(config.loop)
+    console.print(f"[bold]{config.loop}[/] on {config.suite}  run_id={run_id}  store={store_uri}")
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[status]}")]
+    with Progress(*columns, console=console, transient=False) as progress:
+        task_id = progress.add_task("evaluations", total=total_evaluations(config), status="")
+        set_reporter(RichReporter(progress, task_id))
+        try:
+            summary = LOOPS[config.loop](config=config, store_uri=store_uri, run_id=run_id)
+        finally:
+            set_reporter(None)
+    for key, value in summary.items():
+        console.print(f"  {key}: {_fmt(value)}")
+    console.print(f"Inspect it:  ratchet show {run_id}")
+    return summary
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.10g}"
+    return str(value)

@@ -1,0 +1,49 @@
+"""aide2: AIDE²'s outer loop — recursive improvement of the research agent itself.
+
+    agent_0 <- the initial evolve agent; best <- -inf
+    for node n = 0 .. N-1:
+        agent_n  <- propose (n = 0: initial; else TPE over earlier nodes' hidden composites)
+        for each selection suite s: run evolve(agent_n) on s with a fixed budget (a subflow)
+        composite_n <- mean over s of the normalised holdout score of its champion (hidden)
+        accept agent_n iff composite_n > best; record the node tree
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from flows.evolve import evolve
+from schemas.configs import LoopSpec, RunConfig
+from tasks.outer import child_run_id, gate_agent, propose_agent
+from tasks.runs import new_run_id, finish_run, start_run
+
+SPEC = LoopSpec(name="aide2", modifies="config", paper="AIDE²: recursive self-improvement of AI research agents")
+
+
+def inner_config(config: RunConfig, suite: str, agent) -> RunConfig:
+    """The child evolve run: same seed for every node, so agents are compared on the
+    same cases and seeds."""
+    return config.model_copy(update={"loop": "evolve", "suite": suite, "budget": config.inner_budget,
+                                     "evolve": agent, "suite_params": {}})
+
+
+@flow(name="aide2")
+def aide2(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+    """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
+    run_id = run_id or new_run_id(config.loop)
+    ref = start_run(store_uri, run_id, config, tuple(config.inner_suites), parent_run_id)
+    accepted = []
+    try:
+        for node in range(config.budget):
+            agent = propose_agent(ref, node)
+            summaries = [
+                evolve(inner_config(config, suite, agent), store_uri, child_run_id(ref, node, suite), run_id)
+                for suite in config.inner_suites
+            ]
+            if gate_agent(ref, node, agent, summaries):
+                accepted.append(node)
+    except BaseException as exc:
+        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    finish_run(ref)
+    return {"run_id": run_id, "nodes": config.budget, "accepted_nodes": accepted}

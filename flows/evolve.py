@@ -1,0 +1,58 @@
+"""evolve: archive-based program search (the inner loop of AIDE², the shape of
+FunSearch / OpenEvolve).
+
+    P <- {seed program}; champion <- gate(seed)
+    for round r = 1 .. R:
+        children  <- sample K from P by island tournament (mutation / crossover),
+                     reading the failure memory
+        execute children on train + select cases (sandboxed)
+        score every execution with the suite's trusted scorer
+        distill the recurring (operator, error kind) pairs into the failure memory
+        in one transaction:
+            gate each child against the champion on the select cases (paired)
+            register accepted children as champion; score them on holdout
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+from prefect.transactions import transaction
+
+from schemas.configs import LoopSpec, RunConfig
+from tasks.distill import distill
+from tasks.execute import execute
+from tasks.gate.stage import gate
+from tasks.register import register
+from tasks.runs import new_run_id, champion_summary, finish_run, start_run
+from tasks.sample import sample
+from tasks.score import score
+
+SPEC = LoopSpec(name="evolve", modifies="program", paper="AIDE² inner loop; FunSearch; OpenEvolve")
+
+
+def round_plan(budget: int, children_per_round: int) -> list[int]:
+    """Children per round: round 0 evaluates the seed, then K per round until the
+    budget of child evaluations is spent."""
+    full, rest = divmod(budget, children_per_round)
+    return [1] + [children_per_round] * full + ([rest] if rest else [])
+
+
+@flow(name="evolve")
+def evolve(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+    """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
+    run_id = run_id or new_run_id(config.loop)
+    ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
+    try:
+        for round_index, n_children in enumerate(round_plan(config.budget, config.evolve.children_per_round)):
+            candidate_ids = sample(ref, round_index, n_children)
+            execute(ref, round_index, candidate_ids)
+            score(ref, round_index, candidate_ids)
+            distill(ref, round_index)
+            with transaction():
+                gate(ref, round_index, candidate_ids)
+                register(ref, round_index)
+    except BaseException as exc:
+        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    finish_run(ref)
+    return champion_summary(ref)

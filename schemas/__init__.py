@@ -1,0 +1,1 @@
+"""Row models, Arrow schemas and validated configs. Imports nothing of ours."""

@@ -1,0 +1,99 @@
+"""Validated configs: what a loop modifies, how candidates are sandboxed, and each
+loop's parameters. Cross-field checks run at construction and name the fix."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ArtifactKind = Literal["program", "rules", "skills", "prompt", "config", "weights", "scheduler"]
+ProposerKind = Literal["mutate", "llm", "optuna"]
+MUTATION_OPERATORS = ("constant", "operator", "compare", "statement", "swap_lines", "crossover")
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoopSpec(Config):
+    """What a loop improves and which scorer anchors it. The anchor is fixed per run:
+    a gate refuses evidence scored by any other scorer version, so a candidate can never
+    change the ruler it is measured with."""
+
+    name: str
+    modifies: ArtifactKind
+    """The artifact kind the loop's candidates are."""
+    anchor: Literal["suite"] = "suite"
+    """Which scorer anchors the loop: the suite's own trusted scorer."""
+    paper: str
+    """The method's source, as named in shared/loops/."""
+
+
+class SandboxConfig(Config):
+    """Limits of the subprocess sandbox that runs untrusted candidate code."""
+
+    kind: Literal["subprocess", "inprocess"] = "subprocess"
+    """`subprocess` for untrusted code; `inprocess` only for trusted code."""
+    timeout_s: float = Field(10.0, gt=0)
+    """Wall-clock limit per case; the whole process group is killed past it."""
+    memory_mb: int = Field(1024, ge=64)
+    """Address-space limit of the candidate process."""
+    max_processes: int = Field(64, ge=1)
+    """RLIMIT_NPROC inside the sandbox (stops fork bombs)."""
+    max_output_bytes: int = Field(1_000_000, ge=1024)
+    """Largest file (and captured stdout) the candidate may write."""
+
+
+class EvolveConfig(Config):
+    """Parameters of the `evolve` research agent (the inner loop AIDE² improves)."""
+
+    islands: int = Field(4, ge=1, le=64)
+    """Sub-populations evolved apart, for diversity."""
+    children_per_round: int = Field(8, ge=1, le=256)
+    """K: children proposed and evaluated per round."""
+    tournament_size: int = Field(3, ge=1, le=32)
+    """Parents are the best of this many archive members drawn from the island."""
+    crossover_rate: float = Field(0.2, ge=0.0, le=1.0)
+    """Chance that a child is a crossover of two parents rather than a mutation."""
+    migration_interval: int = Field(4, ge=1)
+    """Every this many rounds, each island receives the best member of its neighbour."""
+    mutations_per_child: int = Field(2, ge=1, le=16)
+    """Upper bound of AST edits applied to one child."""
+    failure_memory: bool = True
+    """Whether the proposer reads the distilled failure memory."""
+    failure_min_support: int = Field(3, ge=1)
+    """Occurrences before an (operator, error kind) pair enters the failure memory."""
+    gate_min_delta: float = Field(1e-9, ge=0.0)
+    """A child must beat the champion's select mean by more than this to be accepted."""
+
+
+class RunConfig(Config):
+    """Everything a loop run depends on; stored in `runs.config_json` so that
+    `ratchet resume` re-enters the run with exactly the same parameters."""
+
+    loop: str
+    suite: str
+    budget: int = Field(ge=1)
+    """Candidate evaluations (evolve) or outer nodes (aide2)."""
+    seed: int = 0
+    proposer: ProposerKind = "mutate"
+    workers: int = Field(2, ge=1, le=256)
+    dask_address: Optional[str] = None
+    sandbox: SandboxConfig = SandboxConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    suite_params: dict[str, float | int | str | list[str]] = {}
+    tracking: bool = True
+    """Log every candidate to MLflow (a null tracker when off)."""
+    inner_budget: int = Field(16, ge=1)
+    """aide2 only: evolve's candidate budget per selection suite per outer node."""
+    inner_suites: tuple[str, ...] = ("circle_packing", "bin_packing")
+    """aide2 only: the selection suites a candidate agent is run on."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "RunConfig":
+        if self.dask_address is not None and not self.dask_address.startswith(("tcp://", "tls://", "inproc://")):
+            raise ValueError(
+                f"dask_address {self.dask_address!r} must be a scheduler address like tcp://127.0.0.1:8786"
+            )
+        return self

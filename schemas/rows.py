@@ -1,0 +1,226 @@
+"""One pydantic row model per table (DESIGN.md, "Data model").
+
+All tables are append-only. Mutable state (a run's status, a registry stage) is an
+event row; the current state is the latest event. Every row carries ``run_id``
+(``cases`` too, so a run's case set is self-contained). Ids are content hashes where
+the thing has content (candidates, blobs, cases) and derived hashes otherwise, so a
+retried stage reproduces the same ids. Timestamps are UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+Split = Literal["train", "select", "holdout", "protected", "test"]
+ExecutionStatus = Literal["ok", "error", "timeout", "memory", "killed", "invalid"]
+Decision = Literal["accept", "reject", "trial", "rollback"]
+RegistryStage = Literal["experimental", "stable", "retired"]
+RunStatus = Literal["running", "finished", "failed"]
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunRow(Row):
+    """A loop run's status event. Written by flows at start, end and failure; read by
+    `ratchet runs/show/resume`. Key: (run_id, status); latest ``event_at`` wins."""
+
+    run_id: str
+    loop: str
+    suite: str
+    config_json: str
+    status: RunStatus
+    event_at: datetime
+    started_at: datetime
+    finished_at: Optional[datetime]
+    parent_run_id: Optional[str]
+    prefect_flow_run_id: Optional[str]
+    mlflow_run_id: Optional[str]
+    code_version: str
+    error: Optional[str]
+
+
+class CandidateRow(Row):
+    """A proposed artifact version. Written by the sample stage; read by execute,
+    the archive (parent selection) and analysts. Key: (run_id, candidate_id), where
+    candidate_id is the sha256 of the artifact content."""
+
+    run_id: str
+    candidate_id: str
+    round: int
+    parent_ids: list[str]
+    operator: str
+    proposer: str
+    artifact_kind: str
+    artifact_uri: str
+    island: int
+    summary: str
+
+
+class CaseRow(Row):
+    """An evaluation case of a suite. Written once per run by the flow's set-up stage;
+    read by execute and score. Key: (run_id, suite, case_id)."""
+
+    run_id: str
+    suite: str
+    case_id: str
+    split: Split
+    payload_json: str
+
+
+class ExecutionRow(Row):
+    """One attempt of one candidate on one case. Written by execute; read by score,
+    distill and analysts. Key: execution_id = hash(run_id, candidate_id, case_id,
+    seed, attempt). A crash, timeout or cheat is a status, never an exception."""
+
+    run_id: str
+    execution_id: str
+    candidate_id: str
+    case_id: str
+    split: Split
+    seed: int
+    noise_key: Optional[str]
+    attempt: int
+    status: ExecutionStatus
+    error: Optional[str]
+    wall_s: float
+    cpu_s: Optional[float]
+    peak_rss_mb: Optional[float]
+    tokens_in: Optional[int]
+    tokens_out: Optional[int]
+    cost_usd: Optional[float]
+    output_uri: Optional[str]
+    trajectory_uri: Optional[str]
+
+
+class ScoreRow(Row):
+    """A metric value of an execution. Written by score; read by gate, archive and
+    analysts. ``scorer_version`` is the hash of the scorer's source: a gate refuses
+    rows scored by any scorer other than the run's anchored one.
+    Key: (run_id, execution_id, metric)."""
+
+    run_id: str
+    execution_id: str
+    candidate_id: str
+    case_id: str
+    split: Split
+    scorer: str
+    scorer_version: str
+    metric: str
+    value: float
+    valid: bool
+    reason: Optional[str]
+
+
+class StepRow(Row):
+    """One step of a trajectory (agent turn, tool call, generated token span).
+    Written by execute for agentic suites; read by distill. Key: (run_id, execution_id, step)."""
+
+    run_id: str
+    execution_id: str
+    step: int
+    kind: str
+    name: str
+    args_json: Optional[str]
+    result_json: Optional[str]
+    ok: Optional[bool]
+    reward: Optional[float]
+    logprob: Optional[float]
+    teacher_logprob: Optional[float]
+
+
+class DistillateRow(Row):
+    """A memory, skill, rule, failure mode, experience card or training example that a
+    round distilled. Written by distill; read by the next round's proposer.
+    Key: (run_id, distillate_id, round)."""
+
+    run_id: str
+    distillate_id: str
+    round: int
+    kind: str
+    content: str
+    uri: Optional[str]
+    source_execution_ids: list[str]
+    support: int
+    status: str
+
+
+class GateDecisionRow(Row):
+    """An admission decision with its evidence. Written by gate (inside the gate +
+    register transaction); read by register and analysts.
+    ``select_score`` is the candidate's mean on the select split; held-out scores never
+    appear here. Key: (run_id, decision_id), decision_id = hash(run_id, candidate_id, gate)."""
+
+    run_id: str
+    decision_id: str
+    round: int
+    candidate_id: str
+    gate: str
+    baseline_id: Optional[str]
+    decision: Decision
+    reason: str
+    improved_cases: list[str]
+    regressed_cases: list[str]
+    select_score: Optional[float]
+    baseline_score: Optional[float]
+    delta: Optional[float]
+    ci_low: Optional[float]
+    ci_high: Optional[float]
+    n_cases: int
+    scorer_version: str
+    evidence_json: str
+
+
+class RegistryRow(Row):
+    """A registry event: a candidate entering a stage under a name/alias.
+    Written by register; read by `ratchet show` and later runs. The current holder of an
+    alias is the latest event. ``holdout_score`` is measured only here, for registered
+    champions, and is never used for selection. Key: (run_id, name, version)."""
+
+    run_id: str
+    name: str
+    version: int
+    candidate_id: str
+    stage: RegistryStage
+    alias: Optional[str]
+    decision_id: str
+    select_score: Optional[float]
+    holdout_score: Optional[float]
+    event_at: datetime
+
+
+class TrainStepRow(Row):
+    """An optimizer step of a training loop. Written by distill in post-training loops;
+    read by reports. Key: (run_id, candidate_id, step)."""
+
+    run_id: str
+    candidate_id: str
+    step: int
+    loss: float
+    metrics: dict[str, float]
+    tokens: int
+    samples: int
+    wall_s: float
+
+
+class NodeRow(Row):
+    """A node of AIDE²'s outer search tree: one candidate research agent.
+    Written by the aide2 flow's gate; read by analysts. ``composite`` is the mean of
+    hidden held-out scores over the selection suites. Key: (run_id, node_id)."""
+
+    run_id: str
+    node_id: str
+    parent_id: Optional[str]
+    round: int
+    diff: str
+    accepted: bool
+    composite: float
+    """Mean over selection suites of the champion's normalised holdout score (hidden)."""
+    public_composite: float
+    """The same mean over the select scores the inner agent itself saw (public)."""
+    best_so_far: float
+    child_run_ids: list[str]

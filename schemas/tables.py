@@ -1,0 +1,53 @@
+"""Table name -> row model and key. The store, the catalog and `ratchet sql` read this;
+loops that add a table register it here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from schemas.rows import (
+    CandidateRow,
+    CaseRow,
+    DistillateRow,
+    ExecutionRow,
+    GateDecisionRow,
+    NodeRow,
+    RegistryRow,
+    RunRow,
+    ScoreRow,
+    StepRow,
+    TrainStepRow,
+)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    model: type[BaseModel]
+    key: tuple[str, ...]
+
+
+TABLES: dict[str, TableSpec] = {
+    spec.name: spec
+    for spec in (
+        TableSpec("runs", RunRow, ("run_id", "status")),
+        TableSpec("candidates", CandidateRow, ("run_id", "candidate_id")),
+        TableSpec("cases", CaseRow, ("run_id", "suite", "case_id")),
+        TableSpec("executions", ExecutionRow, ("run_id", "execution_id")),
+        TableSpec("scores", ScoreRow, ("run_id", "execution_id", "metric")),
+        TableSpec("steps", StepRow, ("run_id", "execution_id", "step")),
+        TableSpec("distillates", DistillateRow, ("run_id", "distillate_id", "round")),
+        TableSpec("gate_decisions", GateDecisionRow, ("run_id", "decision_id")),
+        TableSpec("registry", RegistryRow, ("run_id", "name", "version")),
+        TableSpec("train_steps", TrainStepRow, ("run_id", "candidate_id", "step")),
+        TableSpec("nodes", NodeRow, ("run_id", "node_id")),
+    )
+}
+
+
+def table_spec(name: str) -> TableSpec:
+    if name not in TABLES:
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(TABLES))}")
+    return TABLES[name]

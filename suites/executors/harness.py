@@ -1,0 +1,218 @@
+"""The sandboxed child's side of the subprocess executor, and the per-case logic that
+the in-process executor shares with it.
+
+Run as a script inside the sandbox (``python -s -S -P -B harness.py RESULTS_FD`` with the
+sandbox directory as cwd, holding ``request.json``). Before any candidate code exists in
+the process it applies the rlimits and, when started as root, drops to the sandbox uid.
+Then it loads the runner and the program, runs the cases in order, and writes one JSON
+line per event to RESULTS_FD, a pipe the parent reads as lines arrive, so the results of
+finished cases survive a later crash:
+
+    {"event": "ready"}                                   limits applied, uid dropped
+    {"event": "loaded"}                                  runner and program imported
+    {"event": "load_failed", "status": ..., "error": ...}
+    {"event": "result", "index": i, "case_id": ..., "status": ..., "error": ...,
+     "wall_s": ..., "cpu_s": ..., "peak_rss_mb": ..., "output": <JSON>}
+
+It imports only the standard library, so a child's start-up costs only the interpreter
+plus whatever the runner and the candidate import. Everything here runs inside the
+candidate's process and can be tampered with by it: the parent validates the lines, and
+the suite's trusted scorer, which lives outside the sandbox, re-judges every output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+import time
+import types
+
+TYPE_CHECKING = False  # not typing's: importing typing costs every child ~2 ms of start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+# Bound before any candidate code runs, so that replacing json.dumps or os.write in the
+# candidate does not change what the harness writes.
+_dumps = json.dumps
+_write = os.write
+_ERROR_CHARS = 400
+_MIB = 1024 * 1024
+
+
+def load_module(name: str, source: str) -> types.ModuleType:
+    """Execute ``source`` as a fresh module named ``name`` (file ``name.py`` in
+    tracebacks). It is registered in ``sys.modules`` because dataclasses and pickling
+    look their module up there; the caller removes it when that matters."""
+    module = types.ModuleType(name)
+    module.__file__ = f"{name}.py"
+    sys.modules[name] = module
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+    return module
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message (at file:line in function)`` for the innermost frame, capped in
+    length. Never raises, whatever the exception's ``__str__`` does."""
+    try:
+        message = str(exc)
+    except BaseException:
+        message = "<unprintable message>"
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    if len(text) > _ERROR_CHARS:
+        text = text[:_ERROR_CHARS] + "..."
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        code = tb.tb_frame.f_code
+        text += f" (at {code.co_filename}:{tb.tb_lineno} in {code.co_name})"
+    return text
+
+
+def encode_output(output: Any, max_bytes: int) -> tuple[str | None, str | None]:
+    """``(json_text, None)`` or ``(None, reason the output is invalid)``. Catches
+    everything: a hostile output object may raise anything while being encoded."""
+    try:
+        text = _dumps(output)
+    except BaseException as exc:
+        return None, f"output is not JSON-serialisable: {describe_error(exc)}"
+    if len(text) > max_bytes:  # json.dumps escapes to ASCII, so characters are bytes
+        return None, f"output is {len(text)} bytes of JSON; the limit is max_output_bytes={max_bytes}"
+    return text, None
+
+
+def run_case(
+    run: Callable[[Callable, Any], Any],
+    fn: Callable,
+    payload: Any,
+    max_output_bytes: int,
+    catching: type[BaseException],
+    reset_peak: bool,
+) -> dict[str, Any]:
+    """Call ``run(fn, payload)`` and describe what happened: status, ``output_json``
+    (the encoded output when ok), error, wall_s, cpu_s, peak_rss_mb. ``catching`` is
+    BaseException in the sandbox (a candidate's SystemExit is its failure) and
+    Exception in process (Ctrl-C must still stop the parent). ``reset_peak`` makes
+    peak_rss_mb the case's own; the in-process executor leaves the parent's mark alone."""
+    if reset_peak:
+        _reset_peak_rss()
+    cpu_start, wall_start = _cpu_seconds(), time.perf_counter()
+    status, text, error = "ok", None, None
+    try:
+        value = run(fn, payload)
+    except MemoryError as exc:
+        status, error = "memory", describe_error(exc)
+    except catching as exc:
+        status, error = "error", describe_error(exc)
+    else:
+        text, error = encode_output(value, max_output_bytes)
+        del value
+        status = "ok" if error is None else "invalid"
+    return {
+        "status": status,
+        "output_json": text,
+        "error": error,
+        "wall_s": time.perf_counter() - wall_start,
+        "cpu_s": _cpu_seconds() - cpu_start,
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+def _cpu_seconds() -> float:
+    """User + system time of this process and of its waited-for children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _reset_peak_rss() -> None:
+    """Reset the kernel's peak-RSS mark (Linux ``clear_refs`` 5) so that the peak is the
+    case's own. Not possible once the harness has dropped root (the process is then not
+    dumpable and its /proc files belong to root), nor off Linux; the peak then covers
+    the process so far."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except OSError:
+        return  # the peak then covers the process so far (see above)
+
+
+def _peak_rss_mb() -> float:
+    """VmHWM (peak RSS since exec or the last reset); ru_maxrss where /proc is missing,
+    though that also counts the parent's RSS before exec."""
+    if os.path.exists("/proc/self/status"):
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is bytes on macOS, KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / _MIB
+
+
+def _emit(fd: int, event: dict[str, Any], output_json: str | None = None) -> None:
+    """Write one event line; the output's JSON text is spliced in, not re-encoded."""
+    line = _dumps(event)
+    if output_json is not None:
+        line = f'{line[:-1]}, "output": {output_json}}}'
+    data = (line + "\n").encode()
+    while data:
+        data = data[_write(fd, data):]
+
+
+def _apply_limits(limits: dict[str, list[int]], drop_to: int | None) -> None:
+    """Set the rlimits (never above the current hard limit), make over-long writes fail
+    with EFBIG instead of killing the process, then drop root for the sandbox uid."""
+    for name, (soft, hard) in limits.items():
+        which = getattr(resource, name)
+        current_hard = resource.getrlimit(which)[1]
+        if current_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current_hard), min(hard, current_hard)
+        resource.setrlimit(which, (soft, hard))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    if drop_to is not None:
+        os.setgroups([])
+        os.setgid(drop_to)
+        os.setuid(drop_to)
+
+
+def load(
+    runner_source: str, program_source: str, entrypoint: str, names: tuple[str, str] = ("runner", "candidate")
+) -> tuple[Callable, Callable]:
+    """The runner's ``run`` and the candidate's entrypoint, loaded as modules ``names``."""
+    run = getattr(load_module(names[0], runner_source), "run", None)
+    if not callable(run):
+        raise AttributeError("the runner defines no function run(fn, payload)")
+    fn = getattr(load_module(names[1], program_source), entrypoint, None)
+    if not callable(fn):
+        raise AttributeError(f"the program defines no function {entrypoint!r}")
+    return run, fn
+
+
+def main(argv: list[str]) -> None:
+    """Serve one request (see the module docstring); argv[1] is the results pipe."""
+    fd = int(argv[1])
+    with open("request.json", encoding="utf-8") as handle:
+        request = json.load(handle)
+    _apply_limits(request["limits"], request["drop_to"])
+    sys.path.extend(request["sys_path"])
+    _emit(fd, {"event": "ready"})
+    try:
+        run, fn = load(request["runner"], request["program"], request["entrypoint"])
+    except BaseException as exc:
+        status = "memory" if isinstance(exc, MemoryError) else "error"
+        _emit(fd, {"event": "load_failed", "status": status, "error": describe_error(exc)})
+        return
+    _emit(fd, {"event": "loaded"})
+    harness_pid = os.getpid()
+    for index, case in enumerate(request["cases"]):
+        record = run_case(run, fn, case["payload"], request["max_output_bytes"], BaseException, reset_peak=True)
+        if os.getpid() != harness_pid:  # a fork of the candidate returned into the harness
+            os._exit(0)
+        output_json = record.pop("output_json")
+        _emit(fd, {"event": "result", "index": index, "case_id": case["case_id"], **record}, output_json)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,329 @@
+"""Starting the harness in an isolated child process, and killing all it started.
+
+Isolation levels, strongest first. ``auto`` (the default) picks the strongest that works
+on this machine, probed once per process. The executor's ``isolation`` argument, or the
+environment variable ``RATCHET_SANDBOX_ISOLATION=bwrap|unshare|none``, forces one; a
+forced level that does not work here is a SandboxError, never a silent downgrade.
+
+- ``bwrap`` (bubblewrap): new pid, network, ipc and uts namespaces, and a new, read-only
+  root that holds only read-only binds of what Python needs (/usr and the /lib links,
+  ld.so.cache, the interpreter's prefix, this environment's site-packages) plus the
+  sandbox directory, the one writable place. Nothing else of the host exists inside: not
+  the data directory, not the store (``.ratchet``), not the suites' scorer sources, not
+  the rest of /tmp. The network namespace has only a loopback no one listens on.
+- ``unshare-net``: ``unshare --net --pid``: no network and its own pid namespace, but
+  the host's file system. World-readable files are readable and world-writable
+  directories (/tmp) are writable; hidden data is protected only by file permissions.
+- ``none``: a plain child: rlimits, the uid drop, the scrubbed environment and the
+  process-group kill. A grandchild that calls setsid() escapes that kill.
+
+When the parent is root, the harness drops to a fresh uid (drawn per child from a range
+that no account uses) before any candidate code exists. RLIMIT_NPROC then applies (the
+kernel does not enforce it for root) and counts per sandbox, root-only files are
+unreadable, and two sandboxes cannot touch each other's files. Without root the
+candidate keeps the parent's uid: under bwrap the user namespace still counts processes
+per sandbox; under unshare-net and none the user's own files are readable.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import select
+import shutil
+import signal
+import site
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import IO, Literal
+
+from suites.executors.base import SandboxError
+
+Isolation = Literal["bwrap", "unshare-net", "none"]
+ISOLATION_ENV = "RATCHET_SANDBOX_ISOLATION"
+_NAMES: dict[str, Isolation] = {"bwrap": "bwrap", "unshare": "unshare-net", "unshare-net": "unshare-net", "none": "none"}
+_TOOLS = {"bwrap": "bwrap", "unshare-net": "unshare"}
+
+PYTHON_FLAGS = ("-s", "-S", "-P", "-B")
+"""Not ``-I``: it would also ignore PYTHONHASHSEED. ``-s -P`` are its isolating half (no
+user site-packages, no script directory on sys.path); ``-S`` skips ``site``, so the
+environment's .pth files (an editable install would put the repository, scorers
+included, on sys.path) do not run; the harness appends the site-packages directories."""
+
+_UID_BASE, _UID_SPAN = 0x7D000000, 1 << 24
+_LIB_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime")
+_PROBE_TIMEOUT_S = 30.0
+_KILL_WAIT_S = 5.0
+
+
+def resolve_isolation(requested: str | None = None) -> Isolation:
+    """The isolation to use: ``requested``, else $RATCHET_SANDBOX_ISOLATION, else auto."""
+    name = requested or os.environ.get(ISOLATION_ENV) or "auto"
+    if name == "auto":
+        return next(level for level in ("bwrap", "unshare-net", "none") if _probe(level) is None)
+    if name not in _NAMES:
+        raise SandboxError(
+            f"sandbox isolation {name!r} (argument or ${ISOLATION_ENV}) is not one of auto, bwrap, unshare, none"
+        )
+    problem = _probe(_NAMES[name])
+    if problem is not None:
+        raise SandboxError(f"sandbox isolation {_NAMES[name]!r} was requested but does not work here: {problem}")
+    return _NAMES[name]
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(isolation: Isolation) -> str | None:
+    """None when ``isolation`` works on this machine, else why not (runs ``true`` in
+    the namespaces once per process)."""
+    if isolation == "none":
+        return None
+    tool = shutil.which(_TOOLS[isolation])
+    if tool is None:
+        package = "bubblewrap" if isolation == "bwrap" else "util-linux"
+        return f"{_TOOLS[isolation]} is not on PATH (Debian package {package})"
+    true = shutil.which("true") or "/bin/true"
+    argv = _namespace_argv(isolation, tool) + (["--ro-bind", "/", "/", true] if isolation == "bwrap" else [true])
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"`{' '.join(argv)}` did not finish within {_PROBE_TIMEOUT_S:g} s"
+    if done.returncode != 0:
+        return f"`{' '.join(argv)}` exited with {done.returncode}: {done.stderr.decode(errors='replace').strip()}"
+    return None
+
+
+def _namespace_argv(isolation: Isolation, tool: str) -> list[str]:
+    """The namespace-creating prefix of the command line. As root there is no user
+    namespace: inside one, the harness could not switch to an unmapped sandbox uid, and
+    a mapped root would still be the host's root, for whom RLIMIT_NPROC does not count."""
+    root = os.geteuid() == 0
+    if isolation == "bwrap":
+        spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        return [tool, *(spaces if root else ["--unshare-all"]), "--die-with-parent", "--new-session"]
+    return [tool, *([] if root else ["--map-root-user"]), "--net", "--pid", "--fork", "--kill-child"]
+
+
+@dataclass(frozen=True)
+class _Python:
+    """Where this interpreter lives: the prefix to bind, the executable relative to it,
+    and the site-packages directories (numpy, scipy) the harness appends to sys.path."""
+
+    prefix: str
+    executable: str
+    site_dirs: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=None)
+def _python() -> _Python:
+    """This interpreter's layout. The child runs the base interpreter (not a venv's
+    symlink to it) and gets the venv's site-packages appended by the harness."""
+    prefix = os.path.realpath(sys.base_prefix)
+    executable = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    if not executable.startswith(prefix + os.sep):
+        raise SandboxError(
+            f"the interpreter {executable} lies outside its prefix {prefix}, which is all of it the sandbox binds"
+        )
+    site_dirs = tuple(dict.fromkeys(os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)))
+    return _Python(prefix, os.path.relpath(executable, prefix), site_dirs)
+
+
+def sandbox_uid() -> int | None:
+    """A fresh uid for one child when we are root (see the module docstring), else None."""
+    return _UID_BASE + secrets.randbelow(_UID_SPAN) if os.geteuid() == 0 else None
+
+
+def scrubbed_env(sandbox_dir: str) -> dict[str, str]:
+    """The child's whole environment: nothing of ours (credentials, RATCHET_*, MLFLOW_*)."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": sandbox_dir,
+        "TMPDIR": sandbox_dir,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+@dataclass
+class LaunchPlan:
+    """One child's command line, the sys.path entries the harness appends, and the
+    descriptors the plan opened for the child (closed here once it started)."""
+
+    argv: list[str]
+    sys_path: list[str]
+    fds: list[int] = field(default_factory=list)
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def plan_launch(isolation: Isolation, sandbox_dir: str, results_fd: int) -> LaunchPlan:
+    """How to run ``harness.py`` in ``sandbox_dir`` under ``isolation``.
+
+    Without bwrap, a root parent's child reaches the interpreter and its libraries
+    through descriptors opened here (``/proc/self/fd/N``, which a process may always
+    follow): after the harness drops root, a prefix under a directory only root may
+    enter (pyenv under /root) would otherwise be unreachable for later imports."""
+    python = _python()
+    interpreter = os.path.join(python.prefix, python.executable)
+    script = [*PYTHON_FLAGS, os.path.join(sandbox_dir, "harness.py"), str(results_fd)]
+    if isolation == "bwrap":
+        argv = _bwrap_argv(python, sandbox_dir)
+        return LaunchPlan([*argv, "--", interpreter, *script], list(python.site_dirs))
+    prefix = [] if isolation == "none" else _namespace_argv(isolation, shutil.which("unshare") or "unshare")
+    if os.geteuid() != 0:
+        return LaunchPlan([*prefix, interpreter, *script], list(python.site_dirs))
+    fds = [os.open(path, os.O_PATH | os.O_DIRECTORY) for path in (python.prefix, *python.site_dirs)]
+    paths = [f"/proc/self/fd/{fd}" for fd in fds]
+    return LaunchPlan([*prefix, f"{paths[0]}/{python.executable}", *script], paths[1:], fds)
+
+
+def _bwrap_argv(python: _Python, sandbox_dir: str) -> list[str]:
+    """The bwrap command up to the interpreter: a fresh root (a tmpfs, made read-only
+    last) holding /proc, a minimal /dev, read-only binds of what Python needs at their
+    host paths (so that the interpreter finds its prefix unchanged), and the sandbox
+    directory as the one writable bind."""
+    argv = _namespace_argv("bwrap", shutil.which("bwrap") or "bwrap") + ["--proc", "/proc", "--dev", "/dev"]
+    created = {"/"}
+    for top in _LIB_LINKS:
+        if os.path.islink(top):
+            argv += _parents(top, created) + ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += _bind("--ro-bind", top, created)
+    for path in _ETC_FILES:
+        if os.path.islink(path):
+            argv += _parents(path, created) + ["--symlink", os.readlink(path), path]
+        elif os.path.isfile(path):
+            argv += _bind("--ro-bind", path, created)
+    for path in _outermost(["/usr", python.prefix, *python.site_dirs]):
+        argv += _bind("--ro-bind", path, created)
+    argv += _bind("--bind", sandbox_dir, created)
+    return argv + ["--chdir", sandbox_dir, "--remount-ro", "/"]
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """``paths`` without those inside another of them (already visible through it)."""
+    kept: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == outer or path.startswith(outer.rstrip("/") + "/") for outer in kept):
+            kept.append(path)
+    return kept
+
+
+def _parents(path: str, created: set[str]) -> list[str]:
+    """Create the missing parents of ``path`` world-traversable: bwrap would make them
+    0700, which the sandbox uid could not enter."""
+    argv: list[str] = []
+    parts = path.strip("/").split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        parent = "/" + "/".join(parts[:depth])
+        if parent not in created:
+            argv += ["--perms", "0755", "--dir", parent]
+            created.add(parent)
+    return argv
+
+
+def _bind(flag: str, path: str, created: set[str]) -> list[str]:
+    """Bind ``path`` at the same place inside."""
+    argv = _parents(path, created) + [flag, path, path]
+    created.add(path)
+    return argv
+
+
+def start(
+    plan: LaunchPlan, sandbox_dir: str, results_fd: int, stdout: IO[bytes], stderr: IO[bytes]
+) -> subprocess.Popen:
+    """Start the child as leader of a new session (so that its process group can be
+    killed) with the scrubbed environment."""
+    try:
+        return subprocess.Popen(
+            plan.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=sandbox_dir,
+            env=scrubbed_env(sandbox_dir),
+            pass_fds=(*plan.fds, results_fd),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise SandboxError(f"could not start the sandbox `{plan.argv[0]}`: {exc}") from exc
+
+
+def _has_exited(pidfd: int) -> bool:
+    """Whether the process behind ``pidfd`` has ended (without reaping it)."""
+    return bool(select.select([pidfd], [], [], 0)[0])
+
+
+def stop(proc: subprocess.Popen, pidfd: int, isolation: Isolation, uid: int | None) -> None:
+    """SIGKILL everything the child started, and return once it is gone.
+
+    The process group covers the child and every descendant that did not leave it. A
+    namespace's init (bwrap's, or the harness under unshare) takes its whole pid
+    namespace with it, setsid() or not; killing it directly and waiting on it makes the
+    teardown finish before we return, rather than soon after. Without a pid namespace,
+    a per-child ``uid`` still finds the descendants that left the group."""
+    init = None if isolation == "none" or _has_exited(pidfd) else _namespace_init(proc.pid)
+    try:
+        if init is not None:
+            signal.pidfd_send_signal(init, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # the init exited and was reaped meanwhile; its namespace is gone
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group id stays ours until proc is reaped below
+    except ProcessLookupError:
+        pass  # the whole group had already exited
+    proc.wait()
+    if init is not None:
+        select.select([init], [], [], _KILL_WAIT_S)
+        os.close(init)
+    if isolation == "none" and uid is not None:
+        _kill_uid(uid)
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every live process of ``uid`` until none is left. Each sweep kills all
+    it sees, including the parents of anything forked meanwhile, and RLIMIT_NPROC
+    bounds how many there can be, so the sweeps end."""
+    while victims := _live_processes_of(uid):
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue  # exited by itself meanwhile
+
+
+def _live_processes_of(uid: int) -> list[int]:
+    """Pids whose real uid is ``uid``, zombies excluded. Read from /proc/<pid>/status:
+    a process that dropped root is not dumpable, so its /proc directory belongs to root."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:  # it exited while we looked
+            continue
+        if fields["Uid"].split()[0] == str(uid) and not fields["State"].strip().startswith(("Z", "X")):
+            found.append(int(entry.name))
+    return found
+
+
+def _namespace_init(pid: int) -> int | None:
+    """A pidfd of the child's only child, the init of its pid namespace; None where the
+    kernel does not list children or it has just exited."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            children = handle.read().split()
+        return os.pidfd_open(int(children[0])) if children else None
+    except (OSError, ValueError):
+        return None

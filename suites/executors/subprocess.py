@@ -1,0 +1,274 @@
+"""The default executor for untrusted code: one sandboxed child process per batch.
+
+One child evaluates all the cases of a call, so the interpreter and the candidate's
+imports are paid once per call, not once per case. Per child:
+
+- a fresh directory (cwd, HOME and TMPDIR) holding ``request.json`` (program, runner,
+  entrypoint, payloads, limits), a copy of ``harness.py`` and the candidate's
+  ``stdout.txt``/``stderr.txt``; deleted afterwards;
+- a scrubbed environment and the isolation of ``sandbox.py`` (bwrap, unshare-net or
+  none; reported in every result's ``extra["isolation"]``);
+- rlimits set by the harness before any candidate code runs: RLIMIT_AS = memory_mb,
+  RLIMIT_NPROC = max_processes (counting the sandbox's own one or two helper processes;
+  without root and without bwrap it counts all of the user's processes), RLIMIT_FSIZE = max_output_bytes (so stdout.txt, like every file the
+  candidate writes, stays within it), RLIMIT_NOFILE, RLIMIT_CORE = 0 and RLIMIT_CPU as
+  a backstop to the wall clock;
+- a wall-clock limit of timeout_s per case: the deadline moves on with every result, so
+  each case gets timeout_s whatever came before it; past it, the whole process group
+  and pid namespace are SIGKILLed.
+
+Results come back over a pipe, one line per case as it finishes. (A results file would
+be capped by RLIMIT_FSIZE along with the candidate's files, and a pipe wakes the parent
+at once.) When the child dies, cases with a result keep it; the first case without one
+gets the failure ("timeout", "memory" when stderr shows it, else "killed"); the rest run
+again in a fresh child, so one hostile case does not sink the others. A failure while
+importing the program is the same for every case, so it is given to all of them.
+
+A candidate shares its process with the harness, so it can tamper with what the harness
+reports about its own case (``transcript.py`` says what the parent accepts). That is
+harmless because the suite's trusted scorer, in the parent, re-judges every output.
+
+Linux only (pidfd, kernel 5.3 or later). Not bounded: the number of files a candidate creates in its directory (each at most
+max_output_bytes) within its time; bubblewrap 0.8 has no size option for a tmpfs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import IO, Sequence
+
+from schemas.configs import SandboxConfig
+from suites.base import Case, CaseResult
+from suites.executors.base import Executor, SandboxError
+from suites.executors.sandbox import plan_launch, resolve_isolation, sandbox_uid, start, stop
+from suites.executors.transcript import Record, Transcript
+
+STARTUP_TIMEOUT_S = 30.0
+"""How long the harness may take to start (before any candidate code runs)."""
+_NOFILE = 256
+_STDERR_TAIL_BYTES = 4096
+_READ_BYTES = 1 << 20
+_MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """How a child's run ended: killed at a deadline (``timed_out``) or not, its exit
+    status, and when we stopped watching it."""
+
+    timed_out: bool
+    returncode: int
+    at: float
+
+
+class SubprocessExecutor(Executor):
+    """Runs untrusted candidates in sandboxed children (see the module docstring).
+
+    ``isolation`` forces a level (``bwrap``, ``unshare``, ``none``) instead of the
+    strongest available one or $RATCHET_SANDBOX_ISOLATION; ``tmp_root`` is where the
+    per-child directories are made (default: the system temp dir)."""
+
+    def __init__(
+        self, config: SandboxConfig = SandboxConfig(), *, isolation: str | None = None, tmp_root: str | None = None
+    ) -> None:
+        self.config = config
+        self.isolation = resolve_isolation(isolation)
+        self.tmp_root = os.path.realpath(tmp_root or tempfile.gettempdir())
+
+    def run(self, program: str, runner: str, entrypoint: str, cases: Sequence[Case]) -> list[CaseResult]:
+        pending = list(cases)
+        results: list[CaseResult] = []
+        while len(results) < len(pending):
+            results += self._run_child(program, runner, entrypoint, pending[len(results) :])
+        return results
+
+    def _run_child(self, program: str, runner: str, entrypoint: str, cases: list[Case]) -> list[CaseResult]:
+        """Evaluate ``cases`` in one fresh child: results for a prefix of them, at least one."""
+        sandbox_dir = tempfile.mkdtemp(prefix="ratchet-sbx-", dir=self.tmp_root)
+        try:
+            request = self._request(program, runner, entrypoint, cases)
+            out_path, err_path = os.path.join(sandbox_dir, "stdout.txt"), os.path.join(sandbox_dir, "stderr.txt")
+            with open(out_path, "w+b") as out, open(err_path, "w+b") as err:
+                transcript, ending = self._supervise(sandbox_dir, request, cases, out, err)
+                return self._results(cases, transcript, ending, out, err)
+        finally:
+            # A setsid()-escaped grandchild (isolation none) may still be writing here.
+            shutil.rmtree(sandbox_dir, ignore_errors=self.isolation == "none")
+
+    def _request(self, program: str, runner: str, entrypoint: str, cases: list[Case]) -> dict:
+        config = self.config
+        cpu_s = math.ceil(config.timeout_s * (len(cases) + 1)) + 1
+        limits = {
+            "RLIMIT_AS": [config.memory_mb * 1024 * 1024] * 2,
+            "RLIMIT_NPROC": [config.max_processes] * 2,
+            "RLIMIT_FSIZE": [config.max_output_bytes] * 2,
+            "RLIMIT_NOFILE": [_NOFILE] * 2,
+            "RLIMIT_CORE": [0, 0],
+            "RLIMIT_CPU": [cpu_s, cpu_s + 1],  # SIGXCPU first, SIGKILL a second later
+        }
+        return {
+            "program": program,
+            "runner": runner,
+            "entrypoint": entrypoint,
+            "cases": [{"case_id": case.case_id, "payload": case.payload} for case in cases],
+            "limits": limits,
+            "max_output_bytes": config.max_output_bytes,
+        }
+
+    def _supervise(
+        self, sandbox_dir: str, request: dict, cases: list[Case], out: IO[bytes], err: IO[bytes]
+    ) -> tuple[Transcript, _Ending]:
+        """Start the child, read its events until done, and kill what is left of it."""
+        uid = sandbox_uid()
+        read_fd, write_fd = os.pipe()
+        plan = plan_launch(self.isolation, sandbox_dir, write_fd)
+        try:
+            _write_sandbox_files(sandbox_dir, {**request, "sys_path": plan.sys_path, "drop_to": uid})
+            if uid is not None:
+                os.chown(sandbox_dir, uid, uid)
+            proc = start(plan, sandbox_dir, write_fd, out, err)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            plan.close()
+            os.close(write_fd)
+        pidfd = os.pidfd_open(proc.pid)
+        transcript = Transcript(cases, self.config.max_output_bytes)
+        try:
+            timed_out = _watch(read_fd, pidfd, transcript, self.config.timeout_s)
+            ending_at = time.monotonic()
+        finally:
+            stop(proc, pidfd, self.isolation, uid)
+            os.close(pidfd)
+            os.close(read_fd)
+        return transcript, _Ending(timed_out, proc.returncode, ending_at)
+
+    def _results(
+        self, cases: list[Case], transcript: Transcript, ending: _Ending, out: IO[bytes], err: IO[bytes]
+    ) -> list[CaseResult]:
+        """One result per case the child finished, plus the failure of the case it was
+        running when it ended (of every case, when it ended while loading the program)."""
+        stdout_bytes = os.fstat(out.fileno()).st_size
+        extra: dict = {"executor": "subprocess", "isolation": self.isolation, "stdout_bytes": stdout_bytes}
+        if transcript.violations:
+            extra["protocol_violations"] = transcript.violations
+        if transcript.load_failure is not None:
+            status, error = transcript.load_failure
+            error = f"loading the program: {error}"
+            return [CaseResult(case.case_id, status, error=error, extra=dict(extra)) for case in cases]
+        results = [_case_result(case, record, extra) for case, record in zip(cases, transcript.records)]
+        if len(results) == len(cases):
+            return results
+        stderr_tail = _tail(err)
+        if not transcript.ready:
+            raise SandboxError(
+                f"the sandbox harness did not start (isolation {self.isolation}, exit status {ending.returncode}, "
+                f"timed out: {ending.timed_out}): {stderr_tail.strip() or 'no stderr'}"
+            )
+        status, error = self._failure(ending, stderr_tail)
+        failed = dict(extra, stderr_tail=stderr_tail[-1000:])
+        wall_s = ending.at - transcript.last_event_at
+        if not transcript.loaded:
+            error = f"loading the program: {error}"
+            return [CaseResult(case.case_id, status, error=error, wall_s=wall_s, extra=dict(failed)) for case in cases]
+        return results + [CaseResult(cases[len(results)].case_id, status, error=error, wall_s=wall_s, extra=failed)]
+
+    def _failure(self, ending: _Ending, stderr_tail: str) -> tuple[str, str]:
+        """Status and reason for the case that was running when the child ended."""
+        if ending.timed_out:
+            return "timeout", f"exceeded the wall-clock limit of {self.config.timeout_s:g} s; the sandbox was killed"
+        signum = _signal_number(ending.returncode, self.isolation)
+        if signum == signal.SIGXCPU:
+            return "timeout", "exceeded the CPU-time limit (RLIMIT_CPU); the sandbox was killed"
+        how = f"was killed by {_signal_name(signum)}" if signum else f"exited with code {ending.returncode}"
+        status = "memory" if any(marker in stderr_tail for marker in _MEMORY_MARKERS) else "killed"
+        lines = [line for line in stderr_tail.splitlines() if line.strip()]
+        stderr = f"; stderr: {lines[-1][:300]}" if lines else ""
+        return status, f"the sandbox process {how} before the case returned (os._exit, a crash or a kill){stderr}"
+
+
+def _watch(read_fd: int, pidfd: int, transcript: Transcript, timeout_s: float) -> bool:
+    """Read events until every case has its outcome, the child ends, or a deadline
+    passes (then True). The first deadline covers the harness's start; each accepted
+    event (ready, loaded, a result) grants the next step timeout_s."""
+    os.set_blocking(read_fd, False)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    watched = [read_fd, pidfd]
+    while not transcript.complete:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return True
+        readable = select.select(watched, [], [], remaining)[0]
+        if read_fd in readable:
+            try:
+                chunk = os.read(read_fd, _READ_BYTES)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                watched = [pidfd]  # every writer closed the pipe; wait for the child to end
+            elif transcript.feed(chunk):
+                deadline = time.monotonic() + timeout_s
+        elif pidfd in readable:
+            return False
+    return False
+
+
+def _case_result(case: Case, record: Record, extra: dict) -> CaseResult:
+    return CaseResult(
+        case_id=case.case_id,
+        status=record.status,  # type: ignore[arg-type]  # validated by Transcript
+        output=record.output,
+        error=record.error,
+        wall_s=record.observed_s if record.wall_s is None else record.wall_s,
+        cpu_s=record.cpu_s,
+        peak_rss_mb=record.peak_rss_mb,
+        extra=dict(extra),
+    )
+
+
+@cache
+def _harness_source() -> bytes:
+    return (Path(__file__).parent / "harness.py").read_bytes()
+
+
+def _write_sandbox_files(sandbox_dir: str, request: dict) -> None:
+    try:
+        text = json.dumps(request)
+    except (TypeError, ValueError) as exc:
+        raise SandboxError(f"a case payload is not JSON-able, so it cannot enter the sandbox: {exc}") from exc
+    Path(sandbox_dir, "request.json").write_text(text, encoding="utf-8")
+    Path(sandbox_dir, "harness.py").write_bytes(_harness_source())
+
+
+def _tail(handle: IO[bytes]) -> str:
+    """The last few KB of a file the candidate wrote, read through our own descriptor."""
+    size = os.fstat(handle.fileno()).st_size
+    start_at = max(0, size - _STDERR_TAIL_BYTES)
+    return os.pread(handle.fileno(), size - start_at, start_at).decode(errors="replace")
+
+
+def _signal_number(returncode: int, isolation: str) -> int | None:
+    """The signal that ended the child: a negative code, or bwrap's 128 + signal."""
+    if returncode < 0:
+        return -returncode
+    if isolation == "bwrap" and 128 < returncode < 128 + signal.NSIG:
+        return returncode - 128
+    return None
+
+
+def _signal_name(signum: int | None) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

@@ -1,0 +1,14 @@
+"""Named crash points for the kill-and-resume tests: `RATCHET_KILL_AT=stage:where`
+(e.g. `sample:2`, `execute:r0002` after the first candidate of round 2 is published)
+makes the process SIGKILL itself when it reaches that point, the way an operator's
+`kill -9` or a lost node would end it. Unset, this does nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+
+def crash_point(stage: str, where: object) -> None:
+    if os.environ.get("RATCHET_KILL_AT") == f"{stage}:{where}":
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,93 @@
+"""gate: decide on each of a round's candidates against the current champion and
+record every decision with its evidence. Runs inside one transaction with register."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from prefect import task
+from prefect.transactions import Transaction, get_transaction
+
+from schemas.configs import RunConfig
+from schemas.ids import derived_id, seed_for
+from schemas.rows import GateDecisionRow, RegistryRow, ScoreRow
+from tasks.archive import case_scores
+from tasks.gate.best_so_far import best_so_far_gate
+from tasks.retry import STAGE_OPTIONS
+from tasks.runtime import RunRef, anchored_scorer_version, run_config, run_suite, store_for
+
+GATE = "best_so_far"
+CHAMPION = "champion"
+
+
+def registry_name(config: RunConfig) -> str:
+    return f"{config.suite}/{config.loop}"
+
+
+def current_champion(registry: Sequence[RegistryRow], name: str) -> RegistryRow | None:
+    """The latest registry event holding the champion alias under `name`."""
+    held = [r for r in registry if r.name == name and r.alias == CHAMPION]
+    return max(held, key=lambda r: r.version) if held else None
+
+
+def _versions(scores: Sequence[ScoreRow], candidate_id: str, metric: str) -> set[str]:
+    return {s.scorer_version for s in scores if s.candidate_id == candidate_id and s.split == "select" and s.metric == metric}
+
+
+def decide_round(
+    ref: RunRef,
+    round_index: int,
+    candidate_ids: Sequence[str],
+    scores: Sequence[ScoreRow],
+    champion_id: str | None,
+    metric: str,
+    anchored: str,
+    min_delta: float,
+    seed: int,
+) -> list[GateDecisionRow]:
+    """Gate the candidates in order; an accepted candidate is the baseline for the next."""
+    rows = []
+    for candidate_id in candidate_ids:
+        baseline = case_scores(scores, metric, champion_id, "select") if champion_id else None
+        versions = _versions(scores, candidate_id, metric) | (_versions(scores, champion_id, metric) if champion_id else set())
+        outcome = best_so_far_gate(
+            case_scores(scores, metric, candidate_id, "select"), baseline, versions, anchored, min_delta,
+            seed=seed_for(seed, "gate", candidate_id),
+        )
+        rows.append(
+            GateDecisionRow(
+                run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate_id, GATE), round=round_index,
+                candidate_id=candidate_id, gate=GATE, baseline_id=champion_id, scorer_version=anchored,
+                **vars(outcome),
+            )
+        )
+        if outcome.decision == "accept":
+            champion_id = candidate_id
+    return rows
+
+
+@task(name="gate", **STAGE_OPTIONS)
+def gate(ref: RunRef, round_index: int, candidate_ids: list[str]) -> list[str]:
+    """Publish the round's decisions; returns the accepted candidate ids in order."""
+    store, config, suite = store_for(ref.store_uri), run_config(ref), run_suite(ref)
+    key = f"r{round_index:04d}"
+    get_transaction().set("ref", ref)
+    get_transaction().set("gate_part", key)
+    if not store.has_part("gate_decisions", ref.run_id, "gate", key):
+        champion = current_champion(store.read_rows("registry", ref.run_id), registry_name(config))
+        rows = decide_round(
+            ref, round_index, candidate_ids, store.read_rows("scores", ref.run_id),
+            champion.candidate_id if champion else None, suite.primary_metric, anchored_scorer_version(ref),
+            config.evolve.gate_min_delta, config.seed,
+        )
+        store.write_part("gate_decisions", ref.run_id, "gate", key, rows)
+    decisions = store.read_part("gate_decisions", ref.run_id, "gate", key)
+    return [d.candidate_id for d in decisions if d.decision == "accept"]
+
+
+@gate.on_rollback
+def _undo_gate(transaction: Transaction) -> None:
+    """A failed register un-publishes the round's decisions, so no decision is visible
+    without its registration; a resumed run re-decides identically."""
+    ref = transaction.get("ref")
+    store_for(ref.store_uri).delete_part("gate_decisions", ref.run_id, "gate", transaction.get("gate_part"))

@@ -1,0 +1,68 @@
+"""What every stage needs to find its run: the store, the run's config, its suite.
+
+Tasks receive a small `RunRef` (store URI + run id), never large data; everything else
+is read from the store and cached per process."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.configs import RunConfig
+from storage.store import TableStore, open_store
+from storage.tracking import Tracker, make_tracker
+from suites import get_suite
+from suites.base import Case, Suite
+
+
+class RunRef(BaseModel):
+    """A run's address: enough for any stage, on any worker, to find everything else."""
+
+    model_config = ConfigDict(frozen=True)
+    store_uri: str
+    run_id: str
+
+
+@lru_cache(maxsize=8)
+def store_for(uri: str) -> TableStore:
+    return open_store(uri)
+
+
+@lru_cache(maxsize=64)
+def run_config(ref: RunRef) -> RunConfig:
+    """The config the run started with (its first `running` event)."""
+    rows = [r for r in store_for(ref.store_uri).read_rows("runs", ref.run_id) if r.status == "running"]
+    if not rows:
+        raise LookupError(f"run {ref.run_id!r} has no start event in store {ref.store_uri!r}")
+    first = min(rows, key=lambda r: r.event_at)
+    return RunConfig.model_validate(json.loads(first.config_json)["config"])
+
+
+def anchored_scorer_version(ref: RunRef) -> str:
+    """The scorer version the run was anchored to when it started."""
+    rows = [r for r in store_for(ref.store_uri).read_rows("runs", ref.run_id) if r.status == "running"]
+    return json.loads(min(rows, key=lambda r: r.event_at).config_json)["scorer_version"]
+
+
+@lru_cache(maxsize=16)
+def suite_for(name: str, params_json: str) -> Suite:
+    return get_suite(name, **json.loads(params_json))
+
+
+def run_suite(ref: RunRef) -> Suite:
+    config = run_config(ref)
+    return suite_for(config.suite, json.dumps(config.suite_params, sort_keys=True))
+
+
+def cases_by_split(suite: Suite, *splits: str) -> list[Case]:
+    return [c for c in suite.cases() if c.split in splits]
+
+
+@lru_cache(maxsize=8)
+def tracker_for(ref: RunRef) -> Tracker:
+    """The run's tracker: MLflow (URI from MLFLOW_TRACKING_URI, else SQLite under the
+    store) or the null tracker when the run was started with tracking off."""
+    return make_tracker(store_for(ref.store_uri), os.environ.get("MLFLOW_TRACKING_URI"), run_config(ref).tracking)

@@ -1,0 +1,206 @@
+"""The LLM proposer against a real HTTP server on 127.0.0.1 that stands in for the
+endpoint: it answers canned OpenAI-format JSON and records what it was sent."""
+
+import json
+import random
+import socket
+import string
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from schemas.configs import EvolveConfig
+from tasks.proposers import make_proposer
+from tasks.proposers.base import (
+    FailureMemoryItem,
+    ParentInfo,
+    ProposerUnavailable,
+    TerminalProposerError,
+    TransientProposerError,
+)
+from tasks.proposers.llm import UNAVAILABLE, LLMProposer, chat_completion, load_prompt
+
+PROGRAM = """import numpy as np
+
+def priority(item, bins):
+    score = -(bins - item)
+    if item > 0.5 * bins.max():
+        score = score * 1.5
+    return score
+"""
+ANSWER = """Boost nearly full bins harder.
+<<<<<<< SEARCH
+        score = score * 1.5
+=======
+        score = score * 2.5
+>>>>>>> REPLACE
+"""
+
+
+def completion(content: str) -> bytes:
+    return json.dumps(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+        }
+    ).encode()
+
+
+@dataclass
+class Endpoint:
+    url: str
+    requests: list = field(default_factory=list)
+    replies: list = field(default_factory=list)
+    """(status, body bytes, delay seconds) answered in order."""
+
+
+@pytest.fixture
+def endpoint():
+    state = Endpoint(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            state.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+            status, payload, delay = state.replies.pop(0)
+            time.sleep(delay)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the timeout test's client has hung up on purpose
+
+        def log_message(self, *args):
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def proposer_for(url: str, **kwargs) -> LLMProposer:
+    env = {"RATCHET_LLM_BASE_URL": url, "RATCHET_LLM_MODEL": "tiny-coder", "RATCHET_LLM_API_KEY": "sk-test"}
+    return LLMProposer(
+        EvolveConfig(failure_min_support=3),
+        task_description="Online bin packing: pick the bin for each item.",
+        entrypoint="priority",
+        env=env,
+        **kwargs,
+    )
+
+
+PARENT = ParentInfo("a" * 64, PROGRAM, 0.8125, ("timeout", "ZeroDivisionError", "timeout"))
+MEMORY = [FailureMemoryItem("operator", "ZeroDivisionError", 4), FailureMemoryItem("compare", "timeout", 1)]
+
+
+def test_unconfigured_llm_says_how_to_configure_it(monkeypatch):
+    monkeypatch.delenv("RATCHET_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("RATCHET_LLM_MODEL", raising=False)
+    assert UNAVAILABLE == (
+        "the llm proposer needs RATCHET_LLM_BASE_URL and RATCHET_LLM_MODEL; "
+        "set them to an OpenAI-compatible endpoint, or use --proposer mutate"
+    )
+    proposer = make_proposer("llm", EvolveConfig())
+    assert proposer.available() == (False, UNAVAILABLE)
+    with pytest.raises(ProposerUnavailable) as raised:
+        proposer.propose([PARENT], random.Random(0))
+    assert str(raised.value) == UNAVAILABLE
+    half = LLMProposer(EvolveConfig(), env={"RATCHET_LLM_BASE_URL": "http://127.0.0.1:1/v1"})
+    assert half.available() == (False, UNAVAILABLE)
+
+
+def test_round_trip_sends_the_prompt_and_applies_the_answer(endpoint):
+    endpoint.replies.append((200, completion(ANSWER), 0.0))
+    parents = [PARENT, ParentInfo("b" * 64, "x = 1", None)]
+    proposal = proposer_for(endpoint.url).propose(parents, random.Random(7), MEMORY)
+
+    assert proposal.source == PROGRAM.replace("score * 1.5", "score * 2.5")
+    assert proposal.operator == "llm_diff" and proposal.proposer == "llm"
+    assert proposal.parent_ids == ("a" * 64,)
+    assert proposal.summary == "llm_diff by tiny-coder: Boost nearly full bins harder."
+
+    (request,) = endpoint.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer sk-test"
+    body = request["body"]
+    assert body["model"] == "tiny-coder"
+    assert body["seed"] == random.Random(7).randrange(2**31)
+    system, user = body["messages"]
+    assert system == {"role": "system", "content": load_prompt("system.txt")}
+    assert user["role"] == "user"
+    text = user["content"]
+    assert PROGRAM.rstrip("\n") in text
+    assert "Online bin packing: pick the bin for each item." in text and "`priority`" in text
+    assert "(score: 0.8125)" in text
+    assert "- timeout (2x)\n- ZeroDivisionError (1x)" in text
+    assert "- operator edits led to ZeroDivisionError (4x)" in text
+    assert "compare edits" not in text  # support 1 < failure_min_support 3
+    assert "$" not in text.replace(PROGRAM.rstrip("\n"), "")
+
+
+def test_a_fenced_program_answer_is_a_rewrite(endpoint):
+    program = "def priority(item, bins):\n    return bins - item\n"
+    endpoint.replies.append((200, completion(f"Start over.\n```python\n{program}```"), 0.0))
+    proposal = proposer_for(endpoint.url).propose([PARENT], random.Random(0))
+    assert (proposal.source, proposal.operator) == (program, "llm_rewrite")
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_rate_limits_and_server_errors_are_transient(endpoint, status):
+    endpoint.replies.append((status, b'{"error": "busy"}', 0.0))
+    with pytest.raises(TransientProposerError, match=f"answered HTTP {status}: .*busy"):
+        proposer_for(endpoint.url).propose([PARENT], random.Random(0))
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+def test_client_errors_are_terminal(endpoint, status):
+    endpoint.replies.append((status, b'{"error": "bad model"}', 0.0))
+    with pytest.raises(TerminalProposerError, match=f"answered HTTP {status}: .*bad model"):
+        proposer_for(endpoint.url).propose([PARENT], random.Random(0))
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [(b"<html>oops</html>", "not JSON"), (b'{"choices": []}', r"without choices\[0\].message.content")],
+)
+def test_malformed_answers_are_terminal(endpoint, payload, message):
+    endpoint.replies.append((200, payload, 0.0))
+    with pytest.raises(TerminalProposerError, match=message):
+        proposer_for(endpoint.url).propose([PARENT], random.Random(0))
+
+
+def test_a_closed_port_is_transient():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(TransientProposerError, match="could not get an answer"):
+        chat_completion(f"http://127.0.0.1:{port}/v1", {"model": "m"}, api_key=None, timeout_s=2.0)
+
+
+def test_a_slow_endpoint_times_out_as_transient(endpoint):
+    endpoint.replies.append((200, completion(ANSWER), 0.5))
+    with pytest.raises(TransientProposerError, match="could not get an answer"):
+        proposer_for(endpoint.url, timeout_s=0.1).propose([PARENT], random.Random(0))
+
+
+def test_prompt_templates_ship_with_known_placeholders_only():
+    assert string.Template(load_prompt("system.txt")).get_identifiers() == []
+    assert set(string.Template(load_prompt("evolve_user.txt")).get_identifiers()) == {
+        "task_description",
+        "entrypoint",
+        "parent_score",
+        "parent_source",
+        "parent_errors",
+        "failure_memory",
+    }
