@@ -6,6 +6,9 @@ from __future__ import annotations
 from rich.console import Console
 
 from cli.running import execute_run
+from cli.views import render
+from storage.catalog import sql
+from storage.store import open_store
 from schemas.configs import RunConfig
 
 PUBLISHED = {"circle_packing": ("AlphaEvolve n=26 sum of radii", 2.6359830849)}
@@ -17,6 +20,28 @@ EXAMPLE_QUERIES = (
 )
 
 
+HOLDOUT_EXCESS = """
+WITH per_case AS (
+  SELECT s.candidate_id, split_part(s.case_id, '/', 1) AS dataset,
+         max(CASE WHEN metric = 'bins' THEN value END) AS bins,
+         max(CASE WHEN metric = 'l1_bound' THEN value END) AS l1
+  FROM scores s WHERE s.run_id = '{run}' AND s.split = 'holdout' GROUP BY ALL)
+SELECT dataset,
+       round(100 * (avg(bins) FILTER (WHERE r.version = 1) / avg(l1) FILTER (WHERE r.version = 1) - 1), 3) AS best_fit,
+       round(100 * (avg(bins) FILTER (WHERE r.version = v.last) / avg(l1) FILTER (WHERE r.version = v.last) - 1), 3)
+         AS champion
+FROM per_case JOIN registry r ON r.candidate_id = per_case.candidate_id AND r.run_id = '{run}'
+CROSS JOIN (SELECT max(version) AS last FROM registry WHERE run_id = '{run}') v
+GROUP BY dataset ORDER BY dataset
+"""
+
+
+def holdout_excess(store_uri: str, run_id: str):
+    """Per-dataset FunSearch-style excess on the holdout instances: the seed (best fit,
+    registry version 1) against the final champion."""
+    return sql(open_store(store_uri), HOLDOUT_EXCESS.format(run=run_id))
+
+
 def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> None:
     circle = execute_run(console, store_uri, RunConfig(loop="evolve", suite="circle_packing", budget=budget, seed=0), None)
     bins = execute_run(console, store_uri, RunConfig(loop="evolve", suite="bin_packing", budget=bin_budget, seed=0), None)
@@ -25,8 +50,10 @@ def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> 
     console.print(f"circle_packing champion: select {circle['select_score']:.6f}, holdout (n=32) "
                   f"{circle['holdout_score']:.6f}; {label}: {best} "
                   f"({100 * circle['select_score'] / best:.1f}% of it) after {circle['executions']} executions")
-    console.print(f"bin_packing champion: excess {-bins['select_score']:.3f}% on select cases, "
-                  f"{-bins['holdout_score']:.3f}% on holdout cases (lower is better)")
+    console.print(f"bin_packing champion: mean excess {-bins['select_score']:.3f}% on select instances, "
+                  f"{-bins['holdout_score']:.3f}% on holdout instances (lower is better)")
+    render(console, holdout_excess(store_uri, bins["run_id"]), title="holdout excess % (mean bins / mean L1 - 1), "
+                                                                       "seed = best fit")
     console.print(f"\nData: Parquet tables under {store_uri}/tables, blobs under {store_uri}/blobs")
     console.print("Query it in SQL:")
     for query in EXAMPLE_QUERIES:

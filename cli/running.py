@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schemas.configs import RunConfig, SandboxConfig
+from suites import get_suite
 from tasks.progress import set_reporter
 from tasks.runs import new_run_id
 
@@ -33,9 +34,14 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
 
     if loop not in LOOPS:
         raise ValueError(f"unknown loop {loop!r}; available loops: {', '.join(sorted(LOOPS))}")
+    suite_params = parse_params(params)
+    if loop == "aide2" and suite_params:
+        raise ValueError("aide2 runs its selection suites with their default cases; drop --param")
+    if loop == "evolve":
+        get_suite(suite, **suite_params)
     return RunConfig(
         loop=loop, suite=suite, budget=budget, seed=seed, workers=workers, dask_address=dask, proposer=proposer,
-        inner_budget=inner_budget, suite_params=parse_params(params), tracking=tracking,
+        inner_budget=inner_budget, suite_params=suite_params, tracking=tracking,
         sandbox=SandboxConfig(timeout_s=timeout),
     )
 

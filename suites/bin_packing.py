@@ -295,8 +295,10 @@ class BinPacking(Suite):
     primary_metric = "neg_excess_pct"
     entrypoint = "priority"
 
-    def __init__(self, datasets: Sequence[str] = tuple(DATASET_FILES)):
-        if isinstance(datasets, str) or not datasets:
+    def __init__(self, datasets: Sequence[str] | str = tuple(DATASET_FILES)):
+        if isinstance(datasets, str):  # "or1,or2" from the command line
+            datasets = tuple(d.strip() for d in datasets.split(",") if d.strip())
+        if not datasets:
             raise ValueError(
                 f"bin_packing: datasets must be a non-empty list of names, got {datasets!r}"
             )

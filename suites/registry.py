@@ -7,10 +7,14 @@ import inspect
 from suites.base import Suite
 from suites.bin_packing import BinPacking
 from suites.circle_packing import CirclePacking
+from suites.spin import Spin
+from suites.toolsim import ToolSim
 
 SUITES: dict[str, type[Suite]] = {
     CirclePacking.name: CirclePacking,
     BinPacking.name: BinPacking,
+    ToolSim.name: ToolSim,
+    Spin.name: Spin,
 }
 
 

@@ -5,8 +5,9 @@ on this machine, probed once per process. The executor's ``isolation`` argument,
 environment variable ``RATCHET_SANDBOX_ISOLATION=bwrap|unshare|none``, forces one; a
 forced level that does not work here is a SandboxError, never a silent downgrade.
 
-- ``bwrap`` (bubblewrap): new pid, network, ipc and uts namespaces, and a new, read-only
-  root that holds only read-only binds of what Python needs (/usr and the /lib links,
+- ``bwrap`` (bubblewrap): new pid, network, ipc and uts namespaces (and a user
+  namespace unless we are root, see ``_namespace_argv``), and a new, read-only root
+  that holds only read-only binds of what Python needs (/usr and the /lib links,
   ld.so.cache, the interpreter's prefix, this environment's site-packages) plus the
   sandbox directory, the one writable place. Nothing else of the host exists inside: not
   the data directory, not the store (``.ratchet``), not the suites' scorer sources, not
@@ -15,7 +16,8 @@ forced level that does not work here is a SandboxError, never a silent downgrade
   the host's file system. World-readable files are readable and world-writable
   directories (/tmp) are writable; hidden data is protected only by file permissions.
 - ``none``: a plain child: rlimits, the uid drop, the scrubbed environment and the
-  process-group kill. A grandchild that calls setsid() escapes that kill.
+  process-group kill (as root, also a sweep of the child's uid). Without root, a
+  grandchild that calls setsid() escapes the kill.
 
 When the parent is root, the harness drops to a fresh uid (drawn per child from a range
 that no account uses) before any candidate code exists. RLIMIT_NPROC then applies (the
@@ -266,25 +268,24 @@ def _has_exited(pidfd: int) -> bool:
 def stop(proc: subprocess.Popen, pidfd: int, isolation: Isolation, uid: int | None) -> None:
     """SIGKILL everything the child started, and return once it is gone.
 
-    The process group covers the child and every descendant that did not leave it. A
-    namespace's init (bwrap's, or the harness under unshare) takes its whole pid
-    namespace with it, setsid() or not; killing it directly and waiting on it makes the
-    teardown finish before we return, rather than soon after. Without a pid namespace,
-    a per-child ``uid`` still finds the descendants that left the group."""
+    A namespace's init (bwrap's, or the harness under unshare) takes its whole pid
+    namespace with it, setsid() or not. It is killed first and the child, its parent,
+    is given time to reap it and exit, so that no zombie is left to the host's init.
+    The process group then covers the child and any descendant still in it; without a
+    pid namespace, a per-child ``uid`` also finds the descendants that left the group."""
     init = None if isolation == "none" or _has_exited(pidfd) else _namespace_init(proc.pid)
-    try:
-        if init is not None:
+    if init is not None:
+        try:
             signal.pidfd_send_signal(init, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # the init exited and was reaped meanwhile; its namespace is gone
+        except ProcessLookupError:
+            pass  # it exited and was reaped meanwhile; its namespace is gone
+        select.select([pidfd], [], [], _KILL_WAIT_S)
+        os.close(init)
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the group id stays ours until proc is reaped below
     except ProcessLookupError:
         pass  # the whole group had already exited
     proc.wait()
-    if init is not None:
-        select.select([init], [], [], _KILL_WAIT_S)
-        os.close(init)
     if isolation == "none" and uid is not None:
         _kill_uid(uid)
 

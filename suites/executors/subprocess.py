@@ -10,9 +10,9 @@ imports are paid once per call, not once per case. Per child:
   none; reported in every result's ``extra["isolation"]``);
 - rlimits set by the harness before any candidate code runs: RLIMIT_AS = memory_mb,
   RLIMIT_NPROC = max_processes (counting the sandbox's own one or two helper processes;
-  without root and without bwrap it counts all of the user's processes), RLIMIT_FSIZE = max_output_bytes (so stdout.txt, like every file the
-  candidate writes, stays within it), RLIMIT_NOFILE, RLIMIT_CORE = 0 and RLIMIT_CPU as
-  a backstop to the wall clock;
+  without root and without bwrap it counts all of the user's processes), RLIMIT_FSIZE =
+  max_output_bytes (so stdout.txt, like every file the candidate writes, stays within
+  it), RLIMIT_NOFILE, RLIMIT_CORE = 0 and RLIMIT_CPU as a backstop to the wall clock;
 - a wall-clock limit of timeout_s per case: the deadline moves on with every result, so
   each case gets timeout_s whatever came before it; past it, the whole process group
   and pid namespace are SIGKILLed.
@@ -102,8 +102,7 @@ class SubprocessExecutor(Executor):
                 transcript, ending = self._supervise(sandbox_dir, request, cases, out, err)
                 return self._results(cases, transcript, ending, out, err)
         finally:
-            # A setsid()-escaped grandchild (isolation none) may still be writing here.
-            shutil.rmtree(sandbox_dir, ignore_errors=self.isolation == "none")
+            _remove_tree(sandbox_dir, self.isolation)
 
     def _request(self, program: str, runner: str, entrypoint: str, cases: list[Case]) -> dict:
         config = self.config
@@ -249,6 +248,20 @@ def _write_sandbox_files(sandbox_dir: str, request: dict) -> None:
         raise SandboxError(f"a case payload is not JSON-able, so it cannot enter the sandbox: {exc}") from exc
     Path(sandbox_dir, "request.json").write_text(text, encoding="utf-8")
     Path(sandbox_dir, "harness.py").write_bytes(_harness_source())
+
+
+def _remove_tree(path: str, isolation: str) -> None:
+    """Delete a sandbox directory. Without root, the candidate ran as our uid and may
+    have taken the permissions off its directories, so they are given back first
+    (symlinks skipped: chmod would follow them out). Under isolation none a setsid()
+    escapee may still be writing here, so what it leaves is not an error."""
+    if os.geteuid() != 0:
+        os.chmod(path, 0o700)
+        for root, dirs, _ in os.walk(path):
+            for name in dirs:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o700)
+    shutil.rmtree(path, ignore_errors=isolation == "none")
 
 
 def _tail(handle: IO[bytes]) -> str:

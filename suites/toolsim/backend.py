@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from suites.toolsim.faults import RATE_LIMIT_WAIT, FaultEvent, FaultSchedule
 from suites.toolsim.tools import ToolError, validate_args
-from suites.toolsim.world import Order, Refund, Reservation, Ticket, World, Message
+from suites.toolsim.world import Message, Order, Refund, Reservation, Ticket, World
 
 PAGE_SIZE = 5
 
@@ -215,7 +215,7 @@ HANDLERS: dict[str, Handler] = {fn.__name__: fn for fn in (
 
 def replica_of(world: World) -> World:
     """The lagging read replica: a copy with every record's replica view applied."""
-    replica = copy.deepcopy(world)
+    replica = world.clone()
     for order in replica.orders.values():
         order.status = order.replica_status
     replica.inventory = dict(replica.replica_inventory)

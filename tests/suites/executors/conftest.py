@@ -25,7 +25,7 @@ def sandbox_root() -> Iterator[str]:
 
 
 @pytest.fixture(params=["bwrap", "unshare-net", "none"])
-def make_executor(request, sandbox_root) -> Callable[..., SubprocessExecutor]:
+def sandboxed(request, sandbox_root) -> Callable[..., SubprocessExecutor]:
     """Factory of subprocess executors forced to one isolation level, with short limits."""
 
     def make(**limits) -> SubprocessExecutor:

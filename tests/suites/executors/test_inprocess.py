@@ -34,8 +34,14 @@ def test_exception_is_an_error_with_its_text_and_place():
 
 
 def test_memory_error_and_invalid_outputs_have_the_sandbox_statuses():
-    source = "def solve(kind):\n    if kind == 'memory':\n        raise MemoryError\n    return object() if kind == 'object' else 'x' * 5000\n"
-    results = InProcessExecutor(max_output_bytes=2048).run(source, RUNNER, "solve", cases({"kind": "memory"}, {"kind": "object"}, {"kind": "big"}))
+    source = (
+        "def solve(kind):\n"
+        "    if kind == 'memory':\n"
+        "        raise MemoryError\n"
+        "    return object() if kind == 'object' else 'x' * 5000\n"
+    )
+    payloads = cases({"kind": "memory"}, {"kind": "object"}, {"kind": "big"})
+    results = InProcessExecutor(max_output_bytes=2048).run(source, RUNNER, "solve", payloads)
     assert [r.status for r in results] == ["memory", "invalid", "invalid"]
     assert "not JSON-serialisable" in results[1].error and "max_output_bytes=2048" in results[2].error
 

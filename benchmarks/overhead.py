@@ -1,0 +1,87 @@
+"""Platform overhead per candidate evaluation, as a ratio to a bare Python loop.
+
+For each evaluation cost (10 ms and 100 ms of busy CPU per case, the `spin` suite) it
+runs the real `evolve` flow (Prefect engine, sandboxed subprocess executor with one
+worker, Parquet store, MLflow on SQLite) and then a bare loop that evaluates exactly the
+same (candidate, case) pairs in one process with no sandbox, storage or tracking. The
+ratio is platform wall time per evaluation over the bare loop's. Prefect's server start
+is excluded (a warm-up run starts it); everything per round is included.
+
+    .venv/bin/python benchmarks/overhead.py            # both costs
+    .venv/bin/python benchmarks/overhead.py --ms 10    # one
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cli.env import prepare_environment  # noqa: E402
+
+TARGETS = {10.0: 2.0, 100.0: 1.10}
+
+
+def platform_run(store_uri: str, ms: float, cases: int, budget: int, run_id: str) -> tuple[float, int]:
+    from flows.evolve import evolve
+    from schemas.configs import EvolveConfig, RunConfig
+    from storage.store import open_store
+
+    config = RunConfig(loop="evolve", suite="spin", budget=budget, seed=0, workers=1,
+                       suite_params={"ms": ms, "cases": cases}, evolve=EvolveConfig(children_per_round=8))
+    start = time.perf_counter()
+    evolve(config=config, store_uri=store_uri, run_id=run_id)
+    wall = time.perf_counter() - start
+    executions = [e for e in open_store(store_uri).read_rows("executions", run_id)]
+    return wall, len(executions)
+
+
+def bare_loop(store_uri: str, run_id: str, ms: float, cases: int) -> tuple[float, int]:
+    """The same evaluations, in-process, no platform: exec each program, call it per case."""
+    from storage.store import open_store
+    from suites import get_suite
+
+    store = open_store(store_uri)
+    suite = get_suite("spin", ms=ms, cases=cases)
+    by_id = {c.case_id: c for c in suite.cases()}
+    pairs = [(e.candidate_id, e.case_id) for e in store.read_rows("executions", run_id)]
+    programs = {cid: store.get_blob(cid).decode() for cid, _ in pairs}
+    runner: dict = {}
+    exec(suite.runner_source(), runner)
+    start = time.perf_counter()
+    for candidate_id, case_id in pairs:
+        namespace: dict = {}
+        exec(programs[candidate_id], namespace)
+        case = by_id[case_id]
+        suite.score(case, runner["run"](namespace[suite.entrypoint], case.payload))
+    return time.perf_counter() - start, len(pairs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ms", type=float, action="append", help="evaluation cost in ms (default: 10 and 100)")
+    parser.add_argument("--cases", type=int, default=40, help="cases per suite (3/4 are run per candidate)")
+    parser.add_argument("--budget", type=int, default=16, help="children evaluated per measurement")
+    args = parser.parse_args()
+    store_uri = tempfile.mkdtemp(prefix="ratchet-overhead-")
+    prepare_environment(store_uri)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    platform_run(store_uri, 1.0, 8, 2, "warmup")
+    print(f"{'eval ms':>8} {'evals':>6} {'platform s':>11} {'bare s':>8} {'ratio':>7} {'target':>7}")
+    for ms in args.ms or sorted(TARGETS):
+        run_id = f"overhead-{int(ms)}ms"
+        wall, evaluations = platform_run(store_uri, ms, args.cases, args.budget, run_id)
+        bare, bare_evaluations = bare_loop(store_uri, run_id, ms, args.cases)
+        ratio = (wall / evaluations) / (bare / bare_evaluations)
+        target = TARGETS.get(ms)
+        verdict = "" if target is None else ("ok" if ratio <= target else "MISSED")
+        print(f"{ms:8.0f} {evaluations:6d} {wall:11.2f} {bare:8.2f} {ratio:7.3f} {target or '-':>7} {verdict}")
+
+
+if __name__ == "__main__":
+    main()

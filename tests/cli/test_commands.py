@@ -1,0 +1,74 @@
+"""The `ratchet` commands against a real store, engine and DuckDB."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from storage.store import open_store
+
+pytestmark = [pytest.mark.integration]
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def finished_run(prefect_server, tmp_path_factory):
+    store = tmp_path_factory.mktemp("cli") / "store"
+    result = runner.invoke(app, ["run", "evolve", "--suite", "circle_packing", "--budget", "3", "--seed", "4",
+                                 "--store", str(store), "--no-tracking"])
+    assert result.exit_code == 0, result.output
+    (run_id,) = {r.run_id for r in open_store(str(store)).read_rows("runs")}
+    return store, run_id
+
+
+def test_help_teaches_the_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("run", "resume", "runs", "show", "sql", "catalog", "compact", "demo"):
+        assert command in result.output
+    assert "--budget" in runner.invoke(app, ["run", "--help"]).output
+
+
+def test_sql_answers_over_the_run(finished_run):
+    store, run_id = finished_run
+    result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM candidates", "--store", str(store),
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == [{"n": 4}]
+    shown = runner.invoke(app, ["show", run_id, "--store", str(store)])
+    assert shown.exit_code == 0 and "champions" in shown.output and "finished" in shown.output
+    listed = runner.invoke(app, ["runs", "--store", str(store)])
+    assert run_id[:10] in listed.output
+
+
+def test_catalog_opens_in_a_separate_duckdb_process(finished_run):
+    store, _ = finished_run
+    result = runner.invoke(app, ["catalog", "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    query = ("import duckdb; c = duckdb.connect(%r, read_only=True); "
+             "print(c.sql('SELECT count(*) FROM gate_decisions').fetchone()[0])") % str(store / "catalog.duckdb")
+    out = subprocess.run([sys.executable, "-c", query], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "4"
+
+
+def test_compact_keeps_rows_and_refuses_unfinished_runs(finished_run, tmp_path):
+    store, run_id = finished_run
+    before = open_store(str(store)).read("scores", run_id).num_rows
+    result = runner.invoke(app, ["compact", run_id, "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    assert open_store(str(store)).read("scores", run_id).num_rows == before
+    assert len(open_store(str(store)).part_files("scores", run_id)) == 1
+    refused = runner.invoke(app, ["compact", "no-such-run", "--store", str(tmp_path)])
+    assert refused.exit_code != 0 and "has not finished" in refused.output
+
+
+def test_bad_input_is_named(tmp_path):
+    unknown = runner.invoke(app, ["run", "nope", "--store", str(tmp_path)])
+    assert unknown.exit_code != 0 and "unknown loop 'nope'" in str(unknown.exception)
+    bad_param = runner.invoke(app, ["run", "evolve", "--param", "n26", "--store", str(tmp_path)])
+    assert "KEY=VALUE" in str(bad_param.exception)
+    bad_suite_param = runner.invoke(app, ["run", "evolve", "--param", "size=3", "--store", str(tmp_path)])
+    assert "has no parameter 'size'" in str(bad_suite_param.exception)
