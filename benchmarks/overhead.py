@@ -56,9 +56,12 @@ def bare_loop(store_uri: str, run_id: str, ms: float, cases: int) -> tuple[float
     start = time.perf_counter()
     for candidate_id, case_id in pairs:
         namespace: dict = {}
-        exec(programs[candidate_id], namespace)
         case = by_id[case_id]
-        suite.score(case, runner["run"](namespace[suite.entrypoint], case.payload))
+        try:  # a broken candidate is an evaluation too, as in the platform
+            exec(programs[candidate_id], namespace)
+            suite.score(case, runner["run"](namespace[suite.entrypoint], case.payload))
+        except Exception as exc:
+            suite.score(case, {"error": repr(exc)})
     return time.perf_counter() - start, len(pairs)
 
 

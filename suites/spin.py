@@ -1,7 +1,7 @@
 """spin: a calibrated workload for the overhead benchmark, not a research problem.
 
-A case asks the candidate to keep the CPU busy for `ms` milliseconds and return a
-number; the score is that number. With every stage of the platform around it, the
+A case keeps the CPU busy for `ms` milliseconds (in the runner, so a mutated candidate
+cannot shorten it) and asks the candidate for a number; the score is that number. With every stage of the platform around it, the
 benchmark compares the wall time per evaluation with a bare Python loop doing the same
 evaluations (benchmarks/overhead.py)."""
 
@@ -12,19 +12,22 @@ from typing import Any
 
 from suites.base import Case, Suite, Verdict
 
-SEED_PROGRAM = '''import time
-
-
-def work(ms):
-    """Busy-wait for `ms` milliseconds; return a value the mutations can change."""
-    end = time.perf_counter() + ms / 1000.0
+SEED_PROGRAM = '''def work(ms):
+    """Return a value the mutations can change (the runner spends the `ms`)."""
     value = 0.5
-    while time.perf_counter() < end:
+    for _ in range(8):
         value = 0.5 * value + 0.25
     return value
 '''
 
-RUNNER = """def run(fn, payload):
+RUNNER = """import time
+
+
+def run(fn, payload):
+    \"\"\"Keep the CPU busy for the case's `ms` whatever the candidate does, then ask it.\"\"\"
+    end = time.perf_counter() + payload["ms"] / 1000.0
+    while time.perf_counter() < end:
+        pass
     return {"value": float(fn(payload["ms"]))}
 """
 

@@ -33,18 +33,18 @@ def failure_modes(
         [s for s in scores if s.candidate_id in operator_of],
     )
     sources: dict[tuple[str, str], set[str]] = defaultdict(set)
-    examples: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for execution in executions:
-        if execution.candidate_id in operator_of and execution.status != "ok":
-            examples[(operator_of[execution.candidate_id], execution.status)].append(execution.execution_id)
     for candidate_id, candidate_kinds in kinds.items():
         for kind in set(candidate_kinds):
             sources[(operator_of[candidate_id], kind)].add(candidate_id)
+    failed: dict[str, list[str]] = defaultdict(list)
+    for execution in executions:
+        if execution.status != "ok":
+            failed[execution.candidate_id].append(execution.execution_id)
     return [
         DistillateRow(
             run_id=ref.run_id, distillate_id=derived_id(ref.run_id, "failure_mode", operator, kind),
             round=round_index, kind="failure_mode", content=f"{operator}\t{kind}", uri=None,
-            source_execution_ids=sorted(examples.get((operator, kind), []))[:20], support=len(ids),
+            source_execution_ids=sorted(e for c in ids for e in failed.get(c, []))[:20], support=len(ids),
             status="active" if len(ids) >= min_support else "observed",
         )
         for (operator, kind), ids in sorted(sources.items())

@@ -42,7 +42,8 @@ def agent_params(agent: EvolveConfig) -> dict:
 
 def tpe_proposal(history: Sequence[tuple[dict, float]], seed: int) -> dict:
     """Next agent parameters from TPE conditioned on (params, hidden composite) history."""
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
+    sampler = optuna.samplers.TPESampler(seed=seed % 2**32)  # numpy's legacy seeding takes 32 bits
+    study = optuna.create_study(direction="maximize", sampler=sampler)
     for params, value in history:
         study.add_trial(optuna.trial.create_trial(params=params, distributions=SEARCH_SPACE, value=value))
     return study.ask(SEARCH_SPACE).params
