@@ -9,7 +9,11 @@ from cli.running import execute_run
 from cli.views import render
 from storage.catalog import sql
 from storage.store import open_store
-from schemas.configs import RunConfig
+from schemas.configs import RunConfig, SandboxConfig
+
+DEMO_TIMEOUT_S = 2.0
+"""Both suites evaluate a case in well under a second; a mutant that loops forever is
+cut off after this."""
 
 PUBLISHED = {"circle_packing": ("AlphaEvolve n=26 sum of radii", 2.6359830849)}
 
@@ -43,8 +47,11 @@ def holdout_excess(store_uri: str, run_id: str):
 
 
 def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> None:
-    circle = execute_run(console, store_uri, RunConfig(loop="evolve", suite="circle_packing", budget=budget, seed=0), None)
-    bins = execute_run(console, store_uri, RunConfig(loop="evolve", suite="bin_packing", budget=bin_budget, seed=0), None)
+    sandbox = SandboxConfig(timeout_s=DEMO_TIMEOUT_S)
+    circle = execute_run(console, store_uri, RunConfig(loop="evolve", suite="circle_packing", budget=budget, seed=0,
+                                                       sandbox=sandbox), None)
+    bins = execute_run(console, store_uri, RunConfig(loop="evolve", suite="bin_packing", budget=bin_budget, seed=0,
+                                                     sandbox=sandbox), None)
     label, best = PUBLISHED["circle_packing"]
     console.rule("Ratchet demo")
     console.print(f"circle_packing champion: select {circle['select_score']:.6f}, holdout (n=32) "

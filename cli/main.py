@@ -127,7 +127,7 @@ def compact(run_id: str, store: Optional[str] = StoreOption) -> None:
 @app.command()
 def demo(
     store: Optional[str] = StoreOption,
-    budget: int = typer.Option(160, help="Child programs evolve evaluates on circle_packing."),
+    budget: int = typer.Option(300, help="Child programs evolve evaluates on circle_packing."),
     bin_budget: int = typer.Option(24, help="Child programs evolve evaluates on bin_packing."),
 ) -> None:
     """The quick start: evolve on circle_packing and a short bin_packing run, then where

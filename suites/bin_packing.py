@@ -206,14 +206,21 @@ RUNNER_SOURCE = "\n\n".join(
 """The sandbox runner: this module's own ``pack_online`` and ``run``, so the sandbox
 packs exactly as the tests and the baselines do."""
 
-SEED_PROGRAM = '''"""Seed for online bin packing: best fit, FunSearch's starting heuristic."""
+SEED_PROGRAM = '''"""Seed for online bin packing: best fit, FunSearch's starting heuristic, with knobs."""
 
 import numpy as np
 
 
 def priority(item: float, bins: np.ndarray) -> np.ndarray:
-    """Prefer the fitting bin that the item fills most tightly."""
-    return -(bins - item)
+    """Prefer the fitting bin the item fills most tightly (best fit), on gaps measured in
+    item sizes. The other terms start switched off (weights 0.0) for the search to turn
+    on: a bonus for a bin the item almost fills, and a penalty for leaving a gap too
+    small for another item of this size."""
+    gap = (bins - item) / item
+    score = -1.0 * gap
+    score = score + 0.0 * (gap <= 0.05)
+    score = score - 0.0 * np.exp(-gap / 0.5)
+    return score
 '''
 
 

@@ -88,19 +88,20 @@ def episodes(n: int, seed: int, split: Optional[Split] = None) -> list[Episode]:
     return [Episode.of(p) for p in generate("chain", n, seed, split)]
 
 
-def transcript(tok: Tokenizer, episode: Episode, turns: Sequence[Sequence[int]]) -> tuple[list[int], list[int], list[bool]]:
+def transcript(
+    tok: Tokenizer, episode: Episode, turns: Sequence[Sequence[int]], upcoming: bool = True
+) -> tuple[list[int], list[int], list[bool]]:
     """Ids of an episode whose agent turns so far are `turns` (ids, each ending in <eos>
-    except possibly a truncated last one), followed by the next observation when the
-    episode goes on -> (ids, turn id per token, is_obs per token). When fewer than
-    n_turns turns are given and the last ended in <eos>, the ids end with the context
-    the agent answers next (`... <obs> OP <sep>`)."""
+    except possibly a truncated last one) -> (ids, turn id per token, is_obs per token).
+    With `upcoming`, and when the episode goes on, the ids end with the context the agent
+    answers next (`... <obs> OP <sep>`); without, they end with the last turn."""
     ids = tok.encode_prompt(episode.opening())
     turn_ids, obs = [-1] * len(ids), [False] * len(ids)
     for k, turn in enumerate(turns):
         ids += list(turn)
         turn_ids += [k] * len(turn)
         obs += [False] * len(turn)
-        if k + 1 < episode.n_turns and turn and turn[-1] == EOS:
+        if k + 1 < episode.n_turns and list(turn[-1:]) == [EOS] and (upcoming or k + 1 < len(turns)):
             shown = [OBS, *tok.encode(episode.observation(k + 1)), SEP]
             ids += shown
             turn_ids += [-1] * len(shown)
@@ -125,11 +126,9 @@ class EpisodeBatch:
 
 
 def batch(tok: Tokenizer, eps: Sequence[Episode], turns: Sequence[Sequence[Sequence[int]]]) -> EpisodeBatch:
-    """Transcripts of `eps` with the given agent turns, as one right-padded batch. The
-    observation after the last given turn is dropped: it would be context for a turn
-    that was not played."""
-    rows = [transcript(tok, e, t) for e, t in zip(eps, turns)]
-    rows = [_strip_trailing_obs(r) for r in rows]
+    """Transcripts of `eps` with the given agent turns, as one right-padded batch, each
+    ending with its last turn (no observation for a turn that was not played)."""
+    rows = [transcript(tok, e, t, upcoming=False) for e, t in zip(eps, turns)]
     width = max(len(r[0]) for r in rows)
     tokens = torch.full((len(rows), width), PAD, dtype=torch.long)
     turn_ids = torch.full((len(rows), width), -1, dtype=torch.long)
@@ -138,17 +137,9 @@ def batch(tok: Tokenizer, eps: Sequence[Episode], turns: Sequence[Sequence[Seque
     for b, (ids, tids, obs) in enumerate(rows):
         tokens[b, : len(ids)], turn_ids[b, : len(ids)] = torch.tensor(ids), torch.tensor(tids)
         is_obs[b, : len(ids)], mask[b, : len(ids)] = torch.tensor(obs), True
-    verdicts = [[e.check_turn(k, tok.decode(t)) and t[-1] == EOS for k, t in enumerate(ts)] for e, ts in zip(eps, turns)]
+    verdicts = [[list(t[-1:]) == [EOS] and e.check_turn(k, tok.decode(t)) for k, t in enumerate(ts)] for e, ts in zip(eps, turns)]
     success = [len(v) == e.n_turns and all(v) for e, v in zip(eps, verdicts)]
     return EpisodeBatch(tokens, mask, turn_ids, is_obs, [[list(t) for t in ts] for ts in turns], verdicts, success)
-
-
-def _strip_trailing_obs(row: tuple[list[int], list[int], list[bool]]) -> tuple[list[int], list[int], list[bool]]:
-    ids, tids, obs = row
-    end = len(obs)
-    while end and obs[end - 1]:
-        end -= 1
-    return ids[:end], tids[:end], obs[:end]
 
 
 StopRule = Callable[[EpisodeBatch], list[bool]]
@@ -171,7 +162,7 @@ def play(
     `reuse[b]` holds agent turns to keep as a fixed prefix (STRIDE's restart: generation
     resumes at turn len(reuse[b])); `stop` may end episodes after any turn."""
     turns = [[list(t) for t in r] for r in reuse] if reuse is not None else [[] for _ in eps]
-    running = [len(t) < e.n_turns and (not t or t[-1][-1] == EOS) for e, t in zip(eps, turns)]
+    running = [len(t) < e.n_turns and (not t or t[-1][-1:] == [EOS]) for e, t in zip(eps, turns)]
     while any(running):
         rows = [b for b, r in enumerate(running) if r]
         contexts = [transcript(tok, eps[b], turns[b])[0] for b in rows]

@@ -9,6 +9,7 @@ the model without being learned."""
 from __future__ import annotations
 
 import io
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Optional
@@ -18,7 +19,10 @@ from torch import Tensor, nn
 
 from kernels.configs import TinyLMConfig
 from kernels.model import TinyLM, sample, token_logprobs
+from suites.arith.contexts import contexts
+from suites.arith.tasks import Problem, Style
 from suites.arith.tokenizer import EOS, Tokenizer, left_pad, right_pad
+from suites.arith.verify import is_correct
 
 Example = tuple[list[int], list[bool]]
 """Token ids and, per id, whether it carries loss."""
@@ -61,7 +65,7 @@ def train_supervised(
         if step < warmup:
             return (step + 1) / warmup
         progress = (step - warmup) / max(1, steps - warmup)
-        return 0.1 + 0.45 * (1 + torch.cos(torch.tensor(torch.pi * progress)).item())
+        return 0.1 + 0.45 * (1 + math.cos(math.pi * progress))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
     model.train()
@@ -115,3 +119,28 @@ def from_bytes(data: bytes) -> tuple[TinyLM, dict]:
     model = TinyLM(TinyLMConfig(**blob["config"]))
     model.load_state_dict(blob["state_dict"])
     return model.eval(), blob["meta"]
+
+
+def accuracy_by_category(
+    model: nn.Module,
+    problems: Sequence[Problem],
+    style: Style,
+    level: Optional[str] = None,
+    slack: int = 4,
+) -> dict[str, float]:
+    """Greedy exact-match accuracy per category (and "all") of `model` on `problems`,
+    read with the privileged context `level` when given. The token budget is the
+    longest target plus `slack`."""
+    if not problems:
+        raise ValueError("no problems to evaluate; the split or category selection is empty")
+    tok = Tokenizer()
+    ctx = [None if level is None else contexts(p)[level] for p in problems]
+    prompts = [tok.encode_prompt(p.prompt, c) for p, c in zip(problems, ctx)]
+    budget = max(len(p.target(style)) for p in problems) + slack
+    outputs = complete(model, tok, prompts, budget)
+    hits: dict[str, list[bool]] = {}
+    for p, out in zip(problems, outputs):
+        hits.setdefault(p.category, []).append(is_correct(out, p.answer))
+    result = {c: sum(h) / len(h) for c, h in hits.items()}
+    result["all"] = sum(sum(h) for h in hits.values()) / len(problems)
+    return result

@@ -191,21 +191,24 @@ def split_of(prompt: str) -> Split:
     return "holdout" if bucket == 9 else "select" if bucket == 8 else "train"
 
 
-def generate(category: str, n: int, seed: int, split: Optional[Split] = None) -> list[Problem]:
+def generate(category: str, n: int, seed: int, split: Optional[Split] = None, patience: int = 5000) -> list[Problem]:
     """`n` distinct problems of `category` (restricted to `split` if given), in draw order,
-    from `random.Random(f"{category}:{seed}")`: the same arguments give the same list."""
+    from `random.Random(f"{category}:{seed}")`: the same arguments give the same list.
+    Raises when `patience` draws in a row bring nothing new (the space is exhausted)."""
     if category not in GENERATORS:
         raise ValueError(f"unknown arith category {category!r}; known: {list(GENERATORS)}")
-    rng, seen, out = random.Random(f"{category}:{seed}"), set(), []
-    for _ in range(200 * n + 1000):
+    rng, seen, out, misses = random.Random(f"{category}:{seed}"), set(), [], 0
+    while len(out) < n:
         problem = GENERATORS[category](rng)
         if problem.prompt in seen or (split is not None and split_of(problem.prompt) != split):
+            misses += 1
+            if misses >= patience:
+                raise ValueError(f"category {category!r} yielded only {len(out)} distinct {split or ''} problems of the {n} asked")
             continue
         seen.add(problem.prompt)
         out.append(problem)
-        if len(out) == n:
-            return out
-    raise ValueError(f"category {category!r} yielded only {len(out)} distinct {split or ''} problems of the {n} asked")
+        misses = 0
+    return out
 
 
 def stream(categories: Iterable[str], seed: int, split: Optional[Split] = "train") -> Callable[[], Problem]:

@@ -201,8 +201,9 @@ def test_datasets_parameter_selects_and_names_bad_values():
     ) == 25
     with pytest.raises(ValueError, match=r"unknown datasets \['or5'\]"):
         BinPacking(datasets=["or1", "or5"])
+    assert BinPacking(datasets="or1, weibull5k").datasets == ("or1", "weibull5k")
     with pytest.raises(ValueError, match="non-empty list"):
-        BinPacking(datasets="or1")
+        BinPacking(datasets=" , ")
     with pytest.raises(ValueError, match="duplicates"):
         BinPacking(datasets=["or1", "or1"])
 
