@@ -72,3 +72,10 @@ def test_bad_input_is_named(tmp_path):
     assert "KEY=VALUE" in str(bad_param.exception)
     bad_suite_param = runner.invoke(app, ["run", "evolve", "--param", "size=3", "--store", str(tmp_path)])
     assert "has no parameter 'size'" in str(bad_suite_param.exception)
+
+
+def test_llm_proposer_without_endpoint_says_how_to_configure(tmp_path, monkeypatch):
+    monkeypatch.delenv("RATCHET_LLM_BASE_URL", raising=False)
+    result = runner.invoke(app, ["run", "evolve", "--proposer", "llm", "--store", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "RATCHET_LLM_BASE_URL" in str(result.exception) and "--proposer mutate" in str(result.exception)
