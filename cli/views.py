@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
 from storage.catalog import sql as run_sql
 from storage.catalog import write_catalog
+from schemas.tables import TABLES
 from storage.store import open_store
 
 
@@ -32,7 +34,10 @@ def _cell(value) -> str:
 
 
 def print_query(console: Console, store_uri: str, query: str, format: str = "table") -> None:
-    result = run_sql(open_store(store_uri), query)
+    try:
+        result = run_sql(open_store(store_uri), query)
+    except duckdb.Error as exc:  # the user's SQL: say what DuckDB said, no traceback
+        raise SystemExit(f"SQL error: {exc}\nTables: {', '.join(sorted(TABLES))} (see README, Tables)") from None
     if format == "csv":
         import pyarrow.csv as pacsv
 

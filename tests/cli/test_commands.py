@@ -44,6 +44,13 @@ def test_sql_answers_over_the_run(finished_run):
     assert run_id[:10] in listed.output
 
 
+def test_sql_error_names_the_problem_without_a_traceback(finished_run):
+    store, _ = finished_run
+    result = runner.invoke(app, ["sql", "SELECT nope FROM candidates", "--store", str(store)])
+    assert result.exit_code != 0
+    assert "SQL error" in str(result.exception) and "nope" in str(result.exception)
+
+
 def test_catalog_opens_in_a_separate_duckdb_process(finished_run):
     store, _ = finished_run
     result = runner.invoke(app, ["catalog", "--store", str(store)])
