@@ -65,6 +65,7 @@ def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> 
     console.print("Query it in SQL:")
     for query in EXAMPLE_QUERIES:
         console.print(f"  ratchet sql \"{query}\"")
+    console.print(f"Plot a run:  ratchet report {circle['run_id']}")
     console.print(f"Open it from any DuckDB client:  ratchet catalog  ->  duckdb {store_uri}/catalog.duckdb")
     console.print(f"MLflow UI:   .venv/bin/mlflow ui --backend-store-uri sqlite:///{store_uri}/mlflow.db")
     console.print(f"Prefect UI:  PREFECT_HOME={store_uri}/prefect .venv/bin/prefect server start")

@@ -125,6 +125,22 @@ def compact(run_id: str, store: Optional[str] = StoreOption) -> None:
 
 
 @app.command()
+def report(
+    run_id: str,
+    out: Optional[str] = typer.Option(None, help="PNG path (default <store>/reports/RUN_ID.png)."),
+    store: Optional[str] = StoreOption,
+) -> None:
+    """Plot a run: every candidate's select score by round with the champion's staircase,
+    and each champion's select vs holdout score."""
+    store_uri = _store(store)
+    from pathlib import Path
+
+    from cli.report import write_report
+
+    console.print(f"report written: {write_report(store_uri, run_id, Path(out) if out else None)}")
+
+
+@app.command()
 def demo(
     store: Optional[str] = StoreOption,
     budget: int = typer.Option(300, help="Child programs evolve evaluates on circle_packing."),

@@ -27,7 +27,7 @@ def finished_run(prefect_server, tmp_path_factory):
 def test_help_teaches_the_commands():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("run", "resume", "runs", "show", "sql", "catalog", "compact", "demo"):
+    for command in ("run", "resume", "runs", "show", "sql", "catalog", "compact", "report", "demo"):
         assert command in result.output
     assert "--budget" in runner.invoke(app, ["run", "--help"]).output
 
@@ -49,6 +49,16 @@ def test_sql_error_names_the_problem_without_a_traceback(finished_run):
     result = runner.invoke(app, ["sql", "SELECT nope FROM candidates", "--store", str(store)])
     assert result.exit_code != 0
     assert "SQL error" in str(result.exception) and "nope" in str(result.exception)
+
+
+def test_report_writes_a_png(finished_run, tmp_path):
+    store, run_id = finished_run
+    out = tmp_path / "report.png"
+    result = runner.invoke(app, ["report", run_id, "--store", str(store), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    missing = runner.invoke(app, ["report", "no-such-run", "--store", str(store)])
+    assert missing.exit_code != 0 and "no run 'no-such-run'" in str(missing.exception)
 
 
 def test_catalog_opens_in_a_separate_duckdb_process(finished_run):
