@@ -71,3 +71,28 @@ def test_bin_packing_run_gates_against_first_champion(prefect_server, tmp_path):
     later = [d for d in store.read_rows("gate_decisions") if d.round > 0]
     assert all(d.baseline_id is not None and d.n_cases == 5 for d in later)
     assert -100 < summary["holdout_score"] < 0
+
+
+def test_failed_register_rolls_back_the_gate_and_resume_completes(prefect_server, tmp_path, monkeypatch):
+    import tasks.register as register_module
+
+    config = small_config(budget=3)
+    reference = evolve(config=config, store_uri=str(tmp_path / "ref"), run_id="ref")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("registry unavailable")
+
+    monkeypatch.setattr(register_module, "registry_rows", broken)
+    with pytest.raises(Exception, match="registry unavailable"):
+        evolve(config=config, store_uri=str(tmp_path / "run"), run_id="run")
+    store = open_store(str(tmp_path / "run"))
+    assert not store.has_part("gate_decisions", "run", "gate", "r0000")
+    assert store.read_rows("registry", "run") == []
+    assert [r.status for r in store.read_rows("runs", "run") if r.status == "failed"] == ["failed"]
+
+    monkeypatch.undo()
+    resumed = evolve(config=config, store_uri=str(tmp_path / "run"), run_id="run")
+    assert resumed["candidate_id"] == reference["candidate_id"]
+    ref_store = open_store(str(tmp_path / "ref"))
+    assert sorted((d.candidate_id, d.decision) for d in store.read_rows("gate_decisions")) == \
+        sorted((d.candidate_id, d.decision) for d in ref_store.read_rows("gate_decisions"))
