@@ -62,7 +62,7 @@ def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> 
     render(console, holdout_excess(store_uri, bins["run_id"]), title="holdout excess % (mean bins / mean L1 - 1), "
                                                                        "seed = best fit")
     console.print(f"\nData: Parquet tables under {store_uri}/tables, blobs under {store_uri}/blobs")
-    console.print("Query it in SQL:")
+    console.print("Query it in SQL (after `source .venv/bin/activate`):")
     for query in EXAMPLE_QUERIES:
         console.print(f"  ratchet sql \"{query}\"")
     console.print(f"Plot a run:  ratchet report {circle['run_id']}")

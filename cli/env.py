@@ -31,6 +31,7 @@ def prepare_environment(store_uri: str) -> None:
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "MLFLOW_DISABLE_TELEMETRY": "true",
+        "MLFLOW_LOGGING_LEVEL": "WARNING",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
         "PREFECT_LOGGING_LEVEL": "WARNING",
         "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",

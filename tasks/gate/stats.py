@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -33,3 +33,36 @@ def sign_test_p(differences: Sequence[float], tol: float = 0.0) -> float:
     k = min(wins, losses)
     p = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2.0 * p)
+
+
+def paired_differences(
+    candidate: Mapping[str, float], baseline: Mapping[str, float]
+) -> tuple[list[str], list[float]]:
+    """The cases (sorted) and candidate − baseline on each.
+
+    Both sides must score exactly the same cases: a case scored on one side only is not
+    paired evidence, and the error names it."""
+    only_candidate = sorted(set(candidate) - set(baseline))
+    only_baseline = sorted(set(baseline) - set(candidate))
+    if only_candidate or only_baseline:
+        raise ValueError(
+            f"evidence is not paired: cases only on the candidate side {only_candidate[:5]}, "
+            f"only on the baseline side {only_baseline[:5]}; score both sides on the same cases"
+        )
+    cases = sorted(candidate)
+    return cases, [candidate[c] - baseline[c] for c in cases]
+
+
+def unpaired_bootstrap_ci(
+    sample: Sequence[float], reference: Sequence[float], confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of mean(sample) − mean(reference), each side resampled on
+    its own (no pairing). Either side empty gives (nan, nan)."""
+    a, b = np.asarray(sample, dtype=float), np.asarray(reference, dtype=float)
+    if a.size == 0 or b.size == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    diffs = (a[rng.integers(0, a.size, size=(resamples, a.size))].mean(axis=1)
+             - b[rng.integers(0, b.size, size=(resamples, b.size))].mean(axis=1))
+    tail = (1.0 - confidence) / 2.0
+    return (float(np.quantile(diffs, tail)), float(np.quantile(diffs, 1.0 - tail)))
