@@ -60,7 +60,10 @@ def guard_retire(
     scorer_versions: Collection[str], anchored: str, tolerance: float = 0.0, seed: int = 0,
 ) -> GuardResult:
     """The single member to retire now: the one whose removal helps most, provided its
-    removal delta (mean of without − full) is ≥ −tolerance; otherwise none."""
+    removal delta (mean of without − full) is ≥ −tolerance; otherwise none.
+
+    On a retirement, `improved_cases` / `regressed_cases` are the cases the set scores
+    higher / lower on without that member, and `delta` is its removal delta."""
     check_anchor(set(scorer_versions), anchored)
     if tolerance < 0:
         raise ValueError(f"guard tolerance {tolerance}: a tolerance is a non-negative drop")

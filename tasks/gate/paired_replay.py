@@ -33,6 +33,7 @@ statistic: 55% of replay-rejected rules fixed their trigger but broke a protecte
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import asdict, dataclass
 from statistics import fmean
 from typing import Any, Collection, Iterable, Mapping, Sequence
@@ -76,6 +77,8 @@ class ReplayRule:
             raise ValueError(f"ReplayRule.improvement_on={self.improvement_on!r}: choose one of {IMPROVEMENT_ON}")
         if self.followup_n < 1:
             raise ValueError(f"ReplayRule.followup_n={self.followup_n}: the follow-up path needs at least one run")
+        if isinstance(self.lower_is_better, str):
+            raise TypeError(f"ReplayRule.lower_is_better={self.lower_is_better!r}: pass a tuple of metric names")
         object.__setattr__(self, "lower_is_better", tuple(sorted(self.lower_is_better)))
 
 
@@ -181,8 +184,7 @@ def paired_replay_gate(
 
     Cases beyond the rule's k / m are not weighed; no replayable case is a reject."""
     check_anchor(set(scorer_versions), anchored)
-    ids = [c.case_id for c in cases]
-    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    duplicated = sorted(i for i, n in Counter(c.case_id for c in cases).items() if n > 1)
     if duplicated:
         raise ValueError(f"replay evidence lists case(s) {duplicated} more than once")
     by_id = {c.case_id: c for c in cases}
@@ -240,6 +242,19 @@ def _harm(
     return means, regressed, worst, [h for h in harmful if h["metrics"]]
 
 
+def _followup_reason(
+    rule: ReplayRule, primary: dict[str, float], improved: bool, regressed: list[str], n_harmful: int
+) -> str:
+    tolerance = f"beyond tolerance {rule.tolerance:g}"
+    return (
+        f"mean {rule.primary} {primary['followup']:.6g} vs {primary['baseline']:.6g} "
+        f"({'improved' if improved else 'not improved'}); "
+        + (f"mean dropped {tolerance} on {', '.join(regressed)}; " if regressed else "")
+        + (f"{n_harmful} run(s) worse than the worst baseline run {tolerance}" if n_harmful
+           else f"no run worse than the worst baseline run {tolerance}")
+    )
+
+
 def followup_gate(
     runs: Sequence[FollowupRun], baseline: Sequence[FollowupRun], rule: ReplayRule, *,
     scorer_versions: Collection[str], anchored: str, seed: int = 0,
@@ -266,24 +281,21 @@ def followup_gate(
     }
     weaker = f"follow-up path, weaker evidence ({len(used)} unpaired run(s), no protected cases)"
     if not baseline:
-        return no_evidence("reject", f"reject: {weaker}: no baseline runs of the trigger class to compare with", evidence)
+        reason = f"reject: {weaker}: no baseline runs of the trigger class to compare with"
+        return no_evidence("reject", reason, evidence)
     if len(used) < rule.followup_n:
-        return no_evidence("trial", f"trial: {weaker}: {len(used)} of {rule.followup_n} follow-up runs so far", evidence)
+        reason = f"trial: {weaker}: {len(used)} of {rule.followup_n} follow-up runs so far"
+        return no_evidence("trial", reason, evidence)
     means, regressed, worst, harmful = _harm(rule, metrics, used, baseline)
     primary = means[rule.primary]
     improved = _gain(rule, rule.primary, primary["baseline"], primary["followup"]) > CASE_TOL
     accept = improved and not regressed and not harmful
     evidence |= {"means": means, "regressed_metrics": regressed, "worst_baseline": worst, "harmful_runs": harmful}
-    reason = (
-        f"{'accept' if accept else 'reject'}: {weaker} vs {len(baseline)} baseline run(s): mean {rule.primary} "
-        f"{primary['followup']:.6g} vs {primary['baseline']:.6g} ({'improved' if improved else 'not improved'}); "
-        + (f"mean dropped beyond tolerance {rule.tolerance:g} on {', '.join(regressed)}; " if regressed else "")
-        + (f"{len(harmful)} run(s) worse than the worst baseline run beyond tolerance {rule.tolerance:g}" if harmful
-           else f"no run worse than the worst baseline run beyond tolerance {rule.tolerance:g}")
-    )
+    reason = f"{'accept' if accept else 'reject'}: {weaker} vs {len(baseline)} baseline run(s): " + _followup_reason(
+        rule, primary, improved, regressed, len(harmful))
     sample = [r.metrics[rule.primary] for r in used]
     low, high = unpaired_bootstrap_ci(sample, [b.metrics[rule.primary] for b in baseline], seed=seed)
-    gainers = [r.case_id for r in used if _gain(rule, rule.primary, primary["baseline"], r.metrics[rule.primary]) > CASE_TOL]
+    gainers = [r.case_id for r, v in zip(used, sample) if _gain(rule, rule.primary, primary["baseline"], v) > CASE_TOL]
     return GateOutcome(
         decision="accept" if accept else "reject", reason=reason, improved_cases=list(dict.fromkeys(gainers)),
         regressed_cases=list(dict.fromkeys(h["case_id"] for h in harmful)), select_score=primary["followup"],

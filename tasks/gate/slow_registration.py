@@ -124,8 +124,8 @@ def registration_gate(
     }
     if tool.stable_version != current_stable_version:
         evidence["retest"] = True
-        reason = (f"trial: the stable set changed during the trial ({tool.stable_version} -> {current_stable_version}); "
-                  "re-test against the current stable set")
+        changed = f"{tool.stable_version} -> {current_stable_version}"
+        reason = f"trial: the stable set changed during the trial ({changed}); re-test against the current stable set"
         return no_evidence("trial", reason, evidence)
     if len(used) < n_batches:
         return no_evidence("trial", f"trial: {len(used)} of {n_batches} trial batches so far", evidence)

@@ -119,8 +119,8 @@ def validate_or_rollback(
     }
     if not scores:
         evidence |= {"rolled_back": True, "restored": accepted.state.summary()}
-        reason = (f"rollback: no validation score for {current.artifact_id!r}; restoring {accepted.state.artifact_id!r} "
-                  "with its window, cursor and memories")
+        reason = (f"rollback: no validation score for {current.artifact_id!r}; "
+                  f"restoring {accepted.state.artifact_id!r} with its window, cursor and memories")
         return ValidationResult(no_evidence("rollback", reason, evidence), accepted.state, accepted)
     tasks, diffs = paired_differences(scores, accepted.scores)
     score = fmean(scores.values())
