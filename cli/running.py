@@ -46,13 +46,6 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
     )
 
 
-def total_evaluations(config: RunConfig) -> int:
-    """Candidate evaluations the progress bar counts (seed included)."""
-    if config.loop == "aide2":
-        return config.budget * len(config.inner_suites) * (config.inner_budget + 1)
-    return config.budget + 1
-
-
 class RichReporter:
     def __init__(self, progress: Progress, task_id) -> None:
         self.progress, self.task_id = progress, task_id
@@ -66,7 +59,7 @@ class RichReporter:
 
 def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str | None) -> dict:
     """Run (or resume) the loop's flow and print its summary."""
-    from flows import LOOPS
+    from flows import LOOPS, PROGRESS
     from tasks.proposers import make_proposer
 
     ok, why = make_proposer(config.proposer, config.evolve).available()
@@ -77,7 +70,7 @@ def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[status]}")]
     with Progress(*columns, console=console, transient=False) as progress:
-        task_id = progress.add_task("evaluations", total=total_evaluations(config), status="")
+        task_id = progress.add_task("evaluations", total=PROGRESS[config.loop](config), status="")
         set_reporter(RichReporter(progress, task_id))
         try:
             summary = LOOPS[config.loop](config=config, store_uri=store_uri, run_id=run_id)

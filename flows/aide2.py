@@ -27,6 +27,11 @@ def inner_config(config: RunConfig, suite: str, agent) -> RunConfig:
                                      "evolve": agent, "suite_params": {}})
 
 
+def progress_total(config: RunConfig) -> int:
+    """Inner candidate evaluations over all nodes and suites, for progress bars."""
+    return config.budget * len(config.inner_suites) * (config.inner_budget + 1)
+
+
 @flow(name="aide2")
 def aide2(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""

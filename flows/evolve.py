@@ -37,6 +37,11 @@ def round_plan(budget: int, children_per_round: int) -> list[int]:
     return [1] + [children_per_round] * full + ([rest] if rest else [])
 
 
+def progress_total(config: RunConfig) -> int:
+    """Candidate evaluations a run makes (the seed included), for progress bars."""
+    return config.budget + 1
+
+
 @flow(name="evolve")
 def evolve(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
