@@ -13,8 +13,9 @@ from rich.console import Console
 
 from cli.env import prepare_environment, resolve_store
 
-LOOPS = ("evolve", "aide2")
-DEFAULT_SUITE = {"evolve": "circle_packing", "aide2": "circle_packing+bin_packing"}
+DEFAULT_SUITE = {"evolve": "circle_packing", "aide2": "circle_packing+bin_packing", "self_healing": "toolsim",
+                 "grpo": "arith"}
+LOOPS = tuple(DEFAULT_SUITE)
 
 app = typer.Typer(
     help=(
@@ -40,7 +41,7 @@ def _store(uri: Optional[str]) -> str:
 def run(
     loop: str = typer.Argument(..., help=f"The loop (a paper's method): {', '.join(LOOPS)}."),
     suite: Optional[str] = typer.Option(None, help="Suite the loop improves on (evolve: circle_packing | bin_packing)."),
-    budget: int = typer.Option(32, min=1, help="evolve: child programs to evaluate; aide2: outer nodes (agents)."),
+    budget: int = typer.Option(32, min=1, help="evolve: child programs to evaluate; aide2: outer nodes (agents); grpo: optimizer steps."),
     seed: int = typer.Option(0, help="Seed of every random choice; same loop, suite, budget and seed = same run."),
     store: Optional[str] = StoreOption,
     workers: int = typer.Option(2, min=1, help="Candidates evaluated at once, each in its own sandbox process."),

@@ -5,6 +5,11 @@ from flows.aide2 import aide2
 from flows.aide2 import progress_total as aide2_progress
 from flows.evolve import evolve
 from flows.evolve import progress_total as evolve_progress
+from flows.grpo import grpo
+from flows.grpo import progress_total as grpo_progress
+from flows.self_healing import progress_total as self_healing_progress
+from flows.self_healing import self_healing
 
-LOOPS = {"evolve": evolve, "aide2": aide2}
-PROGRESS = {"evolve": evolve_progress, "aide2": aide2_progress}
+LOOPS = {"evolve": evolve, "aide2": aide2, "self_healing": self_healing, "grpo": grpo}
+PROGRESS = {"evolve": evolve_progress, "aide2": aide2_progress, "self_healing": self_healing_progress,
+            "grpo": grpo_progress}

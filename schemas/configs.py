@@ -68,6 +68,50 @@ class EvolveConfig(Config):
     """A child must beat the champion's select mean by more than this to be accepted."""
 
 
+ArithCategory = Literal["add", "sub", "dsum", "rev", "sort", "chain"]
+
+
+class GRPOConfig(Config):
+    """Parameters of the `grpo` post-training loop (GRPO / Dr. GRPO with the Phantom
+    Advantages group filter) on the arith suite's tiny LMs. The number of optimizer steps
+    is the run's `budget`."""
+
+    prompts_per_step: int = Field(8, ge=1, le=512)
+    """G: train prompts drawn per optimizer step (the groups)."""
+    group_size: int = Field(8, ge=2, le=64)
+    """n: rollouts sampled per prompt; advantages are relative within a group."""
+    lr: float = Field(1e-4, gt=0.0, le=1.0)
+    """AdamW learning rate of the policy (no schedule, no weight decay)."""
+    clip: float = Field(0.2, gt=0.0, le=1.0)
+    """PPO clip range on both sides of the ratio."""
+    max_new_tokens: int = Field(40, ge=4, le=120)
+    """Generation budget per rollout (eos included); also the shaped reward's length scale."""
+    temperature: float = Field(1.0, gt=0.0, le=4.0)
+    """Sampling temperature of the rollouts (evaluation is greedy)."""
+    advantage: Literal["grpo", "dr_grpo"] = "grpo"
+    """grpo: (r - mean) / std per group, sequence-mean loss; dr_grpo: r - mean, loss summed
+    over tokens / (B * max_new_tokens)."""
+    group_filter: Literal["none", "outcome", "shaped"] = "outcome"
+    """Drop degenerate groups from the loss: by the binary outcome (safe), by the shaped
+    reward (keeps all-wrong groups: phantom advantages), or not at all."""
+    reward: Literal["outcome", "shaped"] = "outcome"
+    """The reward the advantages read: exact match (0/1), or exact match minus the length term."""
+    length_coef: float = Field(0.1, ge=0.0, le=1.0)
+    """Coefficient of the shaped reward's length term (at most this much per rollout)."""
+    eval_every: int = Field(10, ge=1, le=100_000)
+    """Optimizer steps per training chunk; each chunk ends in a checkpoint and a select evaluation."""
+    categories: tuple[ArithCategory, ...] = ("add",)
+    """Arith task families of the training prompts and the evaluation cases."""
+    pretrain_steps: int = Field(300, ge=0, le=100_000)
+    """Supervised warm-start steps of the student before RL, so its rollouts earn some reward."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "GRPOConfig":
+        if not self.categories or len(set(self.categories)) != len(self.categories):
+            raise ValueError(f"categories {list(self.categories)} must be non-empty and without repeats")
+        return self
+
+
 class RunConfig(Config):
     """Everything a loop run depends on; stored in `runs.config_json` so that
     `ratchet resume` re-enters the run with exactly the same parameters."""
@@ -82,6 +126,8 @@ class RunConfig(Config):
     dask_address: Optional[str] = None
     sandbox: SandboxConfig = SandboxConfig()
     evolve: EvolveConfig = EvolveConfig()
+    grpo: GRPOConfig = GRPOConfig()
+    """grpo only: the post-training loop's parameters (budget = optimizer steps)."""
     suite_params: dict[str, float | int | str | list[str]] = {}
     tracking: bool = True
     """Log every candidate to MLflow (a null tracker when off)."""

@@ -17,10 +17,9 @@ from prefect.runtime import flow_run
 
 from schemas.configs import RunConfig
 from schemas.rows import CaseRow, RunRow, ScoreRow
-from suites import get_suite
 from suites.base import Suite
 from tasks.retry import STAGE_OPTIONS
-from tasks.runtime import RunRef, run_config, run_suite, store_for, tracker_for
+from tasks.runtime import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
 
 PACKAGES = ("schemas", "storage", "kernels", "suites", "tasks", "flows", "cli")
 
@@ -63,7 +62,7 @@ def start_run(
     """Record the run's start (or a resume), anchor its scorers, and publish its cases."""
     ref = RunRef(store_uri=store_uri, run_id=run_id)
     store = store_for(store_uri)
-    suites = [get_suite(name, **config.suite_params) for name in suite_names]
+    suites = [make_suite(config, name) for name in suite_names]
     if store.has_part("runs", run_id, "status", "running"):
         check_resumable(ref, anchored_version(suites))
         first = store.read_part("runs", run_id, "status", "running")[0]

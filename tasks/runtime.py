@@ -52,6 +52,23 @@ def suite_for(name: str, params_json: str) -> Suite:
     return get_suite(name, **json.loads(params_json))
 
 
+def make_suite(config: RunConfig, name: str):
+    """The run's suite `name`: a registry suite built from `suite_params`, or (for the
+    post-training loops) the arith suite over the grpo config's categories. Arith's
+    candidates are weights, not programs, so it is not a registry `Suite`."""
+    params_json = json.dumps(config.suite_params, sort_keys=True)
+    if name == "arith":
+        return arith_for(tuple(config.grpo.categories), params_json)
+    return suite_for(name, params_json)
+
+
+@lru_cache(maxsize=8)
+def arith_for(categories: tuple[str, ...], params_json: str):
+    from suites.arith import Arith  # imports torch: only the post-training loops pay for it
+
+    return Arith(categories=categories, **json.loads(params_json))
+
+
 def run_suite(ref: RunRef) -> Suite:
     config = run_config(ref)
     return suite_for(config.suite, json.dumps(config.suite_params, sort_keys=True))

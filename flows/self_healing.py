@@ -1,0 +1,66 @@
+"""self_healing: runtime oversight of agent self-modification (Self-Healing Harness).
+
+The artifact is a toolsim harness: text behaviour rules (and skills) the agent runs
+with. The rule proposer writes one rule per round from trace evidence; an external
+paired-replay gate, which the proposer cannot touch, decides which rules persist.
+
+    champion <- the suite's seed harness (no rules), admitted as the first champion
+    for round r = 1 .. budget:
+        Detect:   run the champion on the train cases; record trajectories and scores
+        Notice:   write the failures (unmet goals, broken guards) as evidence
+        Heal:     the rule proposer edits the champion's harness (one rule)
+                  -- no edit left that the evidence supports: stop early
+        execute:  run the candidate on up to 3 failing trigger + 2 protected cases
+                  (same payloads as the champion's runs: same noise, paired)
+        in one transaction:
+            Validate: keep the rule iff it fixes a trigger and no measured metric drops
+                      (no trigger available: the next 3 cases, unpaired follow-up path)
+            register: kept -> new champion (holdout measured), rule active;
+                      rejected -> rule retired (the proposer moves on to another edit)
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+from prefect.transactions import transaction
+
+from schemas.configs import LoopSpec, RunConfig
+from tasks.heal import detect, heal, notice, plant
+from tasks.heal_gate import heal_summary, register_rule, replay, validate
+from tasks.runs import finish_run, new_run_id, start_run
+
+SPEC = LoopSpec(name="self_healing", modifies="rules",
+                paper="Self-Healing Harness: Runtime Oversight of Agent Self-Modification")
+
+
+def progress_total(config: RunConfig) -> int:
+    """Rounds a run makes (the seed's admission included), for progress bars."""
+    return config.budget + 1
+
+
+@flow(name="self_healing")
+def self_healing(config: RunConfig, store_uri: str, run_id: str | None = None,
+                 parent_run_id: str | None = None) -> dict:
+    """A new run when `run_id` is None; else start or resume that run."""
+    run_id = run_id or new_run_id(config.loop)
+    ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
+    try:
+        seed = plant(ref)
+        with transaction():
+            validate(ref, 0, seed)
+            register_rule(ref, 0)
+        for round_index in range(1, config.budget + 1):
+            champion = detect(ref, round_index)
+            notice(ref, round_index, champion)
+            candidate = heal(ref, round_index, champion)
+            if candidate is None:
+                break
+            replay(ref, round_index, candidate, champion)
+            with transaction():
+                validate(ref, round_index, candidate)
+                register_rule(ref, round_index)
+    except BaseException as exc:
+        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    finish_run(ref)
+    return heal_summary(ref)

@@ -1,0 +1,125 @@
+"""Pure logic of the self_healing loop (Self-Healing Harness): the candidate program of
+an edited harness, the stored form of a rule proposal, which cases a proposal is
+replayed on, and the gate over the replay. No I/O; the stage tasks are in
+``tasks/heal.py`` and ``tasks/heal_gate.py``.
+
+Choices where the paper is silent (or where toolsim differs from the paper's agents):
+- gated metrics: ``success`` (primary), ``progress`` and ``cost`` (lower is better),
+  tolerance 0. ``tool_calls`` is the cost analog the paper reports but does not gate on
+  (a retry rule always adds calls), so it is recorded in ``scores`` and not weighed.
+- triggers are the proposal's failing train cases that the champion still fails;
+  protected cases are the train cases the champion passes. k=3, m=2 chosen by
+  ``select_replay`` salted with the candidate id.
+- the follow-up path (no trigger available) runs the candidate on the first 3 select
+  cases (same hash order) against the champion's train runs as the unpaired baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import pprint
+from typing import Any, Mapping, Sequence
+
+from schemas.rows import ScoreRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.paired_replay import (
+    FollowupRun, ReplayCase, ReplayRule, followup_gate, paired_replay_gate, select_replay,
+)
+from tasks.proposers.rules import RuleProposal
+
+PRIMARY = "success"
+GATED_METRICS = ("success", "progress", "cost")
+RULE = ReplayRule(primary=PRIMARY, k=3, m=2, tolerance=0.0, lower_is_better=("cost",), followup_n=3)
+
+Metrics = Mapping[str, Mapping[str, float]]
+"""case_id -> metric -> value, for one candidate."""
+
+
+def harness_source(document: Mapping[str, Any]) -> str:
+    """The candidate program of a harness document: ``harness()`` returns the literal.
+    Deterministic (sorted keys), so equal documents are equal candidates."""
+    literal = pprint.pformat(json.loads(json.dumps(document, sort_keys=True)), sort_dicts=True, width=100)
+    return (
+        '"""A toolsim harness proposed by the self_healing loop\'s rule proposer."""\n\n\n'
+        f"def harness():\n    return {literal}\n"
+    )
+
+
+def proposal_json(proposal: RuleProposal) -> str:
+    """The whole proposal as JSON (stored as a blob; the distillate row points at it)."""
+    return json.dumps({
+        "document": proposal.document, "triggers": list(proposal.triggers), "rationale": proposal.rationale,
+        "operator": proposal.operator, "key": proposal.key, "target": proposal.target, "support": proposal.support,
+    }, sort_keys=True)
+
+
+def proposal_of(text: str | bytes) -> RuleProposal:
+    raw = json.loads(text)
+    return RuleProposal(
+        document=raw["document"], triggers=tuple(raw["triggers"]), rationale=raw["rationale"],
+        operator=raw["operator"], key=raw["key"], target=raw["target"], support=int(raw["support"]),
+    )
+
+
+def edited_item(proposal: RuleProposal) -> dict[str, Any] | None:
+    """The rule or skill the proposal added or revised (None for a removal)."""
+    for kind, field in (("rules", "id"), ("skills", "name")):
+        for item in proposal.document.get(kind, []):
+            if item.get(field) == proposal.target:
+                return item
+    return None
+
+
+def rule_text(proposal: RuleProposal) -> str:
+    """The distillate's content: the rule text, its index keys and the rationale."""
+    templates = sorted({t.split("/", 1)[0] for t in proposal.triggers})
+    return json.dumps({
+        "target": proposal.target, "operator": proposal.operator, "rule": edited_item(proposal),
+        "index_keys": [proposal.operator, *templates], "rationale": proposal.rationale,
+    }, sort_keys=True)
+
+
+def case_metrics(scores: Sequence[ScoreRow], candidate_id: str, splits: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Per case, every metric of one candidate on the given splits."""
+    out: dict[str, dict[str, float]] = {}
+    for row in scores:
+        if row.candidate_id == candidate_id and row.split in splits:
+            out.setdefault(row.case_id, {})[row.metric] = row.value
+    return out
+
+
+def success_rate(metrics: Metrics) -> float | None:
+    return sum(m[PRIMARY] for m in metrics.values()) / len(metrics) if metrics else None
+
+
+def replay_plan(
+    triggers: Sequence[str], champion_train: Metrics, select_ids: Sequence[str], salt: str,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(trigger cases, protected cases, follow-up cases) to run the candidate on. The
+    follow-up cases are used only when no trigger is available."""
+    failing = [c for c in triggers if c in champion_train and champion_train[c][PRIMARY] < 1.0]
+    passing = [c for c, m in champion_train.items() if m[PRIMARY] >= 1.0]
+    chosen_triggers, protected = select_replay(failing, passing, RULE.k, RULE.m, salt)
+    if chosen_triggers:
+        return chosen_triggers, protected, ()
+    followup, _ = select_replay(select_ids, (), RULE.followup_n, 0, salt)
+    return (), (), followup
+
+
+def _gated(metrics: Mapping[str, float]) -> dict[str, float]:
+    return {m: metrics[m] for m in GATED_METRICS}
+
+
+def decide(
+    plan: tuple[Sequence[str], Sequence[str], Sequence[str]], before: Metrics, after: Metrics,
+    *, scorer_versions: set[str], anchored: str, salt: str, seed: int,
+) -> GateOutcome:
+    """The replay gate when the plan has triggers; else the follow-up fallback."""
+    triggers, protected, followup = plan
+    if triggers:
+        cases = [ReplayCase(c, "trigger", _gated(before[c]), _gated(after[c])) for c in triggers]
+        cases += [ReplayCase(c, "protected", _gated(before[c]), _gated(after[c])) for c in protected]
+        return paired_replay_gate(cases, RULE, scorer_versions=scorer_versions, anchored=anchored, salt=salt, seed=seed)
+    runs = [FollowupRun(c, _gated(after[c])) for c in followup if c in after]
+    baseline = [FollowupRun(c, _gated(m)) for c, m in sorted(before.items())]
+    return followup_gate(runs, baseline, RULE, scorer_versions=scorer_versions, anchored=anchored, seed=seed)
