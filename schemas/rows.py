@@ -135,8 +135,9 @@ class StepRow(Row):
 
 class DistillateRow(Row):
     """A memory, skill, rule, failure mode, experience card or training example that a
-    round distilled. Written by distill; read by the next round's proposer.
-    Key: (run_id, distillate_id, round)."""
+    round distilled. Written by distill; read by the next round's proposer. A status
+    change (a rule proposed, then active or retired) is a new event row.
+    Key: (run_id, distillate_id, round, status)."""
 
     run_id: str
     distillate_id: str

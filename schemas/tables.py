@@ -38,7 +38,7 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("executions", ExecutionRow, ("run_id", "execution_id")),
         TableSpec("scores", ScoreRow, ("run_id", "execution_id", "metric")),
         TableSpec("steps", StepRow, ("run_id", "execution_id", "step")),
-        TableSpec("distillates", DistillateRow, ("run_id", "distillate_id", "round")),
+        TableSpec("distillates", DistillateRow, ("run_id", "distillate_id", "round", "status")),
         TableSpec("gate_decisions", GateDecisionRow, ("run_id", "decision_id")),
         TableSpec("registry", RegistryRow, ("run_id", "name", "version")),
         TableSpec("train_steps", TrainStepRow, ("run_id", "candidate_id", "step")),

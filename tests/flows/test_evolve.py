@@ -96,3 +96,13 @@ def test_failed_register_rolls_back_the_gate_and_resume_completes(prefect_server
     ref_store = open_store(str(tmp_path / "ref"))
     assert sorted((d.candidate_id, d.decision) for d in store.read_rows("gate_decisions")) == \
         sorted((d.candidate_id, d.decision) for d in ref_store.read_rows("gate_decisions"))
+
+
+def test_no_table_holds_a_key_twice_after_a_run(prefect_server, tmp_path):
+    from schemas.tables import TABLES
+
+    evolve(config=small_config(budget=4), store_uri=str(tmp_path), run_id="keys")
+    store = open_store(str(tmp_path))
+    for name, spec in TABLES.items():
+        keys = [tuple(getattr(r, c) for c in spec.key) for r in store.read_rows(name)]
+        assert len(keys) == len(set(keys)), name
