@@ -27,7 +27,8 @@ class Row(BaseModel):
 
 class RunRow(Row):
     """A loop run's status event. Written by flows at start, end and failure; read by
-    `ratchet runs/show/resume`. Key: (run_id, status); latest ``event_at`` wins."""
+    `ratchet runs/show/resume`. A resume adds another `running` event.
+    Key: (run_id, status, event_at); the latest ``event_at`` wins."""
 
     run_id: str
     loop: str

@@ -32,7 +32,7 @@ class TableSpec:
 TABLES: dict[str, TableSpec] = {
     spec.name: spec
     for spec in (
-        TableSpec("runs", RunRow, ("run_id", "status")),
+        TableSpec("runs", RunRow, ("run_id", "status", "event_at")),
         TableSpec("candidates", CandidateRow, ("run_id", "candidate_id")),
         TableSpec("cases", CaseRow, ("run_id", "suite", "case_id")),
         TableSpec("executions", ExecutionRow, ("run_id", "execution_id")),

@@ -108,3 +108,13 @@ def test_rerunning_the_same_run_adds_no_rows(runs):
     again = self_healing(config=small_config(), store_uri=str(root / "a"), run_id="heal-a")
     assert counts(store) == before
     assert again["candidate_id"] == first["candidate_id"]
+
+
+def test_no_table_holds_a_key_twice(runs):
+    from schemas.tables import TABLES
+
+    root, _, _ = runs
+    store = open_store(str(root / "a"))
+    for name, spec in TABLES.items():
+        keys = [tuple(getattr(r, c) for c in spec.key) for r in store.read_rows(name)]
+        assert len(keys) == len(set(keys)), name
