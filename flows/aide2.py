@@ -15,7 +15,7 @@ from prefect import flow
 from flows.evolve import evolve
 from schemas.configs import LoopSpec, RunConfig
 from tasks.outer import child_run_id, gate_agent, propose_agent
-from tasks.runs import new_run_id, finish_run, start_run
+from tasks.runs import new_run_id, recorded_run, start_run
 
 SPEC = LoopSpec(name="aide2", modifies="config", paper="AIDE²: recursive self-improvement of AI research agents")
 
@@ -38,7 +38,7 @@ def aide2(config: RunConfig, store_uri: str, run_id: str | None = None, parent_r
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, tuple(config.inner_suites), parent_run_id)
     accepted = []
-    try:
+    with recorded_run(ref):
         for node in range(config.budget):
             agent = propose_agent(ref, node)
             summaries = [
@@ -47,8 +47,4 @@ def aide2(config: RunConfig, store_uri: str, run_id: str | None = None, parent_r
             ]
             if gate_agent(ref, node, agent, summaries):
                 accepted.append(node)
-    except BaseException as exc:
-        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
-        raise
-    finish_run(ref)
     return {"run_id": run_id, "nodes": config.budget, "accepted_nodes": accepted}

@@ -23,7 +23,7 @@ from tasks.distill import distill
 from tasks.execute import execute
 from tasks.gate.stage import gate
 from tasks.register import register
-from tasks.runs import new_run_id, champion_summary, finish_run, start_run
+from tasks.runs import champion_summary, new_run_id, recorded_run, start_run
 from tasks.sample import sample
 from tasks.score import score
 
@@ -47,7 +47,7 @@ def evolve(config: RunConfig, store_uri: str, run_id: str | None = None, parent_
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
-    try:
+    with recorded_run(ref):
         for round_index, n_children in enumerate(round_plan(config.budget, config.evolve.children_per_round)):
             candidate_ids = sample(ref, round_index, n_children)
             execute(ref, round_index, candidate_ids)
@@ -56,8 +56,4 @@ def evolve(config: RunConfig, store_uri: str, run_id: str | None = None, parent_
             with transaction():
                 gate(ref, round_index, candidate_ids)
                 register(ref, round_index)
-    except BaseException as exc:
-        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
-        raise
-    finish_run(ref)
     return champion_summary(ref)

@@ -18,7 +18,7 @@ import dask
 from prefect import flow
 
 from schemas.configs import LoopSpec, RunConfig
-from tasks.runs import finish_run, new_run_id, start_run
+from tasks.runs import new_run_id, recorded_run, start_run
 from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy, train_chunk
 
 SPEC = LoopSpec(name="grpo", modifies="weights", paper="GRPO / Dr. GRPO / Phantom Advantages")
@@ -42,7 +42,7 @@ def grpo(config: RunConfig, store_uri: str, run_id: str | None = None, parent_ru
         raise ValueError(f"grpo trains arith policies; got suite {config.suite!r}, use --suite arith")
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
-    try:
+    with recorded_run(ref):
         policy = init_policy(ref)
         evaluate_policy(ref, policy)
         for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
@@ -50,8 +50,4 @@ def grpo(config: RunConfig, store_uri: str, run_id: str | None = None, parent_ru
                 policy = train_chunk(ref, chunk, first_step, n_steps, policy)
             evaluate_policy(ref, policy)
         register_policy(ref, policy)
-    except BaseException as exc:
-        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
-        raise
-    finish_run(ref)
     return policy_summary(ref)

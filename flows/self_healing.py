@@ -27,7 +27,7 @@ from prefect.transactions import transaction
 from schemas.configs import LoopSpec, RunConfig
 from tasks.heal import detect, heal, notice, plant
 from tasks.heal_gate import heal_summary, register_rule, replay, validate
-from tasks.runs import finish_run, new_run_id, start_run
+from tasks.runs import new_run_id, recorded_run, start_run
 
 SPEC = LoopSpec(name="self_healing", modifies="rules",
                 paper="Self-Healing Harness: Runtime Oversight of Agent Self-Modification")
@@ -44,7 +44,7 @@ def self_healing(config: RunConfig, store_uri: str, run_id: str | None = None,
     """A new run when `run_id` is None; else start or resume that run."""
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
-    try:
+    with recorded_run(ref):
         seed = plant(ref)
         with transaction():
             validate(ref, 0, seed)
@@ -59,8 +59,4 @@ def self_healing(config: RunConfig, store_uri: str, run_id: str | None = None,
             with transaction():
                 validate(ref, round_index, candidate)
                 register_rule(ref, round_index)
-    except BaseException as exc:
-        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
-        raise
-    finish_run(ref)
     return heal_summary(ref)

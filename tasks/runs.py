@@ -6,11 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from contextlib import contextmanager
 from statistics import fmean
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from prefect import task
 from prefect.runtime import flow_run
@@ -81,6 +82,18 @@ def start_run(
     tracker_for(ref).start_run(run_id, config.loop, {"suite": config.suite, "seed": str(config.seed),
                                                      "budget": str(config.budget), "proposer": config.proposer})
     return ref
+
+
+@contextmanager
+def recorded_run(ref: RunRef) -> Iterator[RunRef]:
+    """The body of a loop's flow: a body that completes is recorded as `finished`; a
+    failure is recorded as a `failed` event (with its error) and re-raised."""
+    try:
+        yield ref
+    except BaseException as exc:
+        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    finish_run(ref)
 
 
 def check_resumable(ref: RunRef, current_scorer: str) -> None:

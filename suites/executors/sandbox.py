@@ -29,6 +29,7 @@ per sandbox; under unshare-net and none the user's own files are readable.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
@@ -275,16 +276,12 @@ def stop(proc: subprocess.Popen, pidfd: int, isolation: Isolation, uid: int | No
     pid namespace, a per-child ``uid`` also finds the descendants that left the group."""
     init = None if isolation == "none" or _has_exited(pidfd) else _namespace_init(proc.pid)
     if init is not None:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # exited and reaped meanwhile: namespace gone
             signal.pidfd_send_signal(init, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # it exited and was reaped meanwhile; its namespace is gone
         select.select([pidfd], [], [], _KILL_WAIT_S)
         os.close(init)
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the whole group had already exited
         os.killpg(proc.pid, signal.SIGKILL)  # the group id stays ours until proc is reaped below
-    except ProcessLookupError:
-        pass  # the whole group had already exited
     proc.wait()
     if isolation == "none" and uid is not None:
         _kill_uid(uid)
