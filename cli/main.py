@@ -13,8 +13,10 @@ from rich.console import Console
 
 from cli.env import prepare_environment, resolve_store
 
-DEFAULT_SUITE = {"evolve": "circle_packing", "aide2": "circle_packing+bin_packing", "self_healing": "toolsim",
-                 "grpo": "arith"}
+DEFAULT_SUITE = {"designer_rsi": "toolsim", "growing_harness": "toolsim", "medrsi": "toolsim",
+                 "paired_rollouts": "arith", "harness_bandit": "arith",
+                 "evolve": "circle_packing", "aide2": "circle_packing+bin_packing", "self_healing": "toolsim",
+                 "grpo": "arith", "opd": "arith", "ppo_pact": "arith"}
 LOOPS = tuple(DEFAULT_SUITE)
 
 app = typer.Typer(
@@ -41,7 +43,7 @@ def _store(uri: Optional[str]) -> str:
 def run(
     loop: str = typer.Argument(..., help=f"The loop (a paper's method): {', '.join(LOOPS)}."),
     suite: Optional[str] = typer.Option(None, help="Suite the loop improves on (evolve: circle_packing | bin_packing)."),
-    budget: int = typer.Option(32, min=1, help="evolve: child programs to evaluate; aide2: outer nodes (agents); grpo: optimizer steps."),
+    budget: int = typer.Option(32, min=1, help="evolve: child programs to evaluate; aide2: outer nodes (agents); grpo, ppo_pact: optimizer steps."),
     seed: int = typer.Option(0, help="Seed of every random choice; same loop, suite, budget and seed = same run."),
     store: Optional[str] = StoreOption,
     workers: int = typer.Option(2, min=1, help="Candidates evaluated at once, each in its own sandbox process."),

@@ -39,8 +39,8 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
         raise ValueError("aide2 runs its selection suites with their default cases; drop --param")
     if loop in ("evolve", "self_healing"):
         get_suite(suite, **suite_params)
-    if loop == "grpo" and suite != "arith":
-        raise ValueError(f"grpo trains arith policies; use --suite arith (got {suite!r})")
+    if loop in ("grpo", "ppo_pact") and suite != "arith":
+        raise ValueError(f"{loop} trains arith policies; use --suite arith (got {suite!r})")
     return RunConfig(
         loop=loop, suite=suite, budget=budget, seed=seed, workers=workers, dask_address=dask, proposer=proposer,
         inner_budget=inner_budget, suite_params=suite_params, tracking=tracking,

@@ -5,7 +5,8 @@
     track its select accuracy
     for chunk c of `eval_every` steps until `budget` steps:
         each step: G train prompts x n rollouts, exact-match rewards, group-relative
-                   advantages, optional group filter, clipped policy loss, AdamW step
+                   advantages, optional group filter, optional GRPODropout, clipped
+                   policy loss, AdamW step
         checkpoint the policy (weights + optimizer); track its select accuracy
     register the final policy with its holdout accuracy     (registry: stable, champion)
 
@@ -21,7 +22,7 @@ from schemas.configs import LoopSpec, RunConfig
 from tasks.runs import new_run_id, recorded_run, start_run
 from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy, train_chunk
 
-SPEC = LoopSpec(name="grpo", modifies="weights", paper="GRPO / Dr. GRPO / Phantom Advantages")
+SPEC = LoopSpec(name="grpo", modifies="weights", paper="GRPO / Dr. GRPO / Phantom Advantages / GRPODropout")
 
 
 def chunk_plan(budget: int, eval_every: int) -> list[tuple[int, int]]:

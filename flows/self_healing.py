@@ -17,6 +17,11 @@ paired-replay gate, which the proposer cannot touch, decides which rules persist
                       (no trigger available: the next 3 cases, unpaired follow-up path)
             register: kept -> new champion (holdout measured), rule active;
                       rejected -> rule retired (the proposer moves on to another edit)
+            (ablation accept_all: every rule is kept; the replay is still recorded)
+        every guard_interval admissions, the library guard re-tests the active set:
+            repeat: ablate each member on the protected + select cases; retire the
+                    member whose removal does not hurt (most helpful removal first),
+                    register the smaller set as champion; until no removal is free
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from prefect.transactions import transaction
 from schemas.configs import LoopSpec, RunConfig
 from tasks.heal import detect, heal, notice, plant
 from tasks.heal_gate import heal_summary, register_rule, replay, validate
+from tasks.heal_guard import guard_is_due, library_guard
 from tasks.runs import new_run_id, recorded_run, start_run
 
 SPEC = LoopSpec(name="self_healing", modifies="rules",
@@ -59,4 +65,6 @@ def self_healing(config: RunConfig, store_uri: str, run_id: str | None = None,
             with transaction():
                 validate(ref, round_index, candidate)
                 register_rule(ref, round_index)
+            if guard_is_due(ref, round_index):
+                library_guard(ref, round_index)
     return heal_summary(ref)

@@ -21,6 +21,7 @@ from schemas.rows import CandidateRow, DistillateRow, ExecutionRow, StepRow
 from suites.base import Case
 from tasks.execute import part_key, run_candidates
 from tasks.gate.stage import current_champion, registry_name
+from tasks.heal_llm import llm_rule
 from tasks.heal_logic import harness_source, proposal_json, proposal_of, rule_text
 from tasks.progress import reporter
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
@@ -208,7 +209,22 @@ def propose_new(
     return None
 
 
-def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RuleProposal) -> tuple[CandidateRow, DistillateRow]:
+def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: dict, known: set[str],
+                 rng: random.Random) -> RuleProposal | None:
+    """`proposer: llm`: the chat endpoint's rule (tasks/heal_llm.py); None (logged) when
+    its answer is not one new rule."""
+    source = store_for(ref.store_uri).get_blob(champion).decode()
+    written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
+    if not isinstance(written, str) and content_id(harness_source(written.document)) in known:
+        written = "the llm's harness is an existing candidate"
+    if isinstance(written, str):
+        reporter().advance(0, f"no rule: {written}")
+        return None
+    return written
+
+
+def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RuleProposal,
+              proposer: str) -> tuple[CandidateRow, DistillateRow]:
     """Publish the edited harness's program and proposal blobs; the candidate row and
     the rule's distillate row (status "proposed")."""
     store, suite = store_for(ref.store_uri), run_suite(ref)
@@ -216,7 +232,7 @@ def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RulePropos
     proposal_blob = store.put_blob(proposal_json(proposal).encode())
     candidate = CandidateRow(
         run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator=proposal.operator,
-        proposer=RuleProposer.name, artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob), island=-1,
+        proposer=proposer, artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob), island=-1,
         summary=proposal.rationale,
     )
     sources = {e.case_id: e.execution_id for t in (replay_tag(champion), train_tag(champion))
@@ -232,7 +248,7 @@ def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RulePropos
 @task(name="heal", **STAGE_OPTIONS)
 def heal(ref: RunRef, round_index: int, champion: str) -> str | None:
     """Heal: the rule proposer's one edit of the champion's harness, from the noticed
-    evidence and the rejected proposals; returns the candidate id, or None when the
+    evidence and the rejected proposals (`proposer: llm`: the chat endpoint's); returns the candidate id, or None when the
     evidence supports no new edit (nothing is recorded; the loop stops)."""
     store, config = store_for(ref.store_uri), run_config(ref)
     key = round_key(round_index)
@@ -240,10 +256,15 @@ def heal(ref: RunRef, round_index: int, champion: str) -> str | None:
         return store.read_part("candidates", ref.run_id, "heal", key)[0].candidate_id
     known = {c.candidate_id for c in store.read_rows("candidates", ref.run_id)}
     rng = random.Random(seed_for(config.seed, "heal", round_index))
-    proposal = propose_new(train_traces(ref, champion), rejected_trials(ref), harness_document(ref, champion), known, rng)
+    traces, document = train_traces(ref, champion), harness_document(ref, champion)
+    if config.proposer == "llm":
+        proposal = llm_proposal(ref, champion, traces, document, known, rng)
+    else:
+        proposal = propose_new(traces, rejected_trials(ref), document, known, rng)
     if proposal is None:
         return None
-    candidate, distillate = heal_rows(ref, round_index, champion, proposal)
+    proposer = "llm" if config.proposer == "llm" else RuleProposer.name
+    candidate, distillate = heal_rows(ref, round_index, champion, proposal, proposer)
     store.write_part("distillates", ref.run_id, "heal", key, [distillate])
     store.write_part("candidates", ref.run_id, "heal", key, [candidate])
     return candidate.candidate_id

@@ -8,7 +8,9 @@ same payload carries the same noise seed, so before and after are paired (an exe
 id is (run, candidate, case, seed): the champion is never re-run on a case).
 
 A rule's distillate rows are events with one id (the candidate's): "proposed" when
-healed, then "active" or "retired" when registered; the latest status holds."""
+healed, then "active" or "retired" when registered (or retired later by the library
+guard, ``tasks/heal_guard.py``); the latest status holds. Every round's candidate is
+logged to the tracker (MLflow) with its decision; re-logging on resume adds nothing."""
 
 from __future__ import annotations
 
@@ -19,18 +21,19 @@ from prefect import task
 from prefect.transactions import Transaction, get_transaction
 
 from schemas.ids import derived_id, seed_for
-from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
+from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.heal import champion_id, evaluate, evaluate_on_train, replay_tag, round_key
-from tasks.heal_logic import case_metrics, decide, proposal_of, replay_plan, success_rate
+from tasks.heal_logic import (
+    ACCEPT_ALL, ADMITTING_GATES, GATE, GUARD, accept_all, case_metrics, decide, proposal_of, replay_plan, success_rate,
+)
 from tasks.progress import reporter
 from tasks.register import holdout_score
 from tasks.retry import STAGE_OPTIONS
-from tasks.runtime import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for, tracker_for
 from tasks.score import blob_id
 
-GATE = "paired_replay"
 SEED_GATE = "seed"
 
 
@@ -84,9 +87,10 @@ def validate(ref: RunRef, round_index: int, candidate: str) -> str:
     get_transaction().set("ref", ref)
     get_transaction().set("gate_part", key)
     if not store.has_part("gate_decisions", ref.run_id, "validate", key):
-        champion = champion_id(ref)
+        champion, ablation = champion_id(ref), run_config(ref).heal.accept_all
         outcome = seed_outcome(ref, candidate) if champion is None else replay_outcome(ref, round_index, candidate, champion)
-        gate = SEED_GATE if champion is None else GATE
+        gate = SEED_GATE if champion is None else ACCEPT_ALL if ablation else GATE
+        outcome = accept_all(outcome) if gate == ACCEPT_ALL else outcome
         row = GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, gate), round=round_index,
                               candidate_id=candidate, gate=gate, baseline_id=champion,
                               scorer_version=anchored_scorer_version(ref), **vars(outcome))
@@ -101,7 +105,9 @@ def _undo_validate(transaction: Transaction) -> None:
     store_for(ref.store_uri).delete_part("gate_decisions", ref.run_id, "validate", transaction.get("gate_part"))
 
 
-def _registry_row(ref: RunRef, decision: GateDecisionRow) -> RegistryRow:
+def registry_row(ref: RunRef, decision: GateDecisionRow) -> RegistryRow:
+    """The decision's candidate as the next champion version (train runs completed,
+    holdout measured: the only place holdout is ever run)."""
     name = registry_name(run_config(ref))
     earlier = [r for r in store_for(ref.store_uri).read_rows("registry", ref.run_id) if r.name == name]
     evaluate_on_train(ref, decision.candidate_id)
@@ -123,9 +129,30 @@ def register_rule(ref: RunRef, round_index: int) -> bool:
         row = _rule_row(ref, round_index).model_copy(update={"status": status})
         store.write_part("distillates", ref.run_id, "register", key, [row])
     if not store.has_part("registry", ref.run_id, "register", key):
-        store.write_part("registry", ref.run_id, "register", key, [_registry_row(ref, decision)] if accepted else [])
+        store.write_part("registry", ref.run_id, "register", key, [registry_row(ref, decision)] if accepted else [])
+    registered = store.read_part("registry", ref.run_id, "register", key)
+    track_candidate(ref, decision, registered[0] if registered else None)
     reporter().advance(1 if round_index else 0, f"round {round_index}: {decision.decision}")
     return accepted
+
+
+def track_candidate(ref: RunRef, decision: GateDecisionRow, registered: RegistryRow | None) -> None:
+    """Log the decision's candidate as a nested MLflow run: its proposal as params, the
+    gate's scores as metrics (holdout only once registered), the harness as artifact."""
+    store = store_for(ref.store_uri)
+    candidate: CandidateRow = next(c for c in store.read_rows("candidates", ref.run_id)
+                                   if c.candidate_id == decision.candidate_id)
+    gated = {"gate_score": decision.select_score, "baseline_score": decision.baseline_score, "delta": decision.delta,
+             "ci_low": decision.ci_low, "ci_high": decision.ci_high, "n_cases": float(decision.n_cases),
+             "holdout_success": registered.holdout_score if registered else None}
+    tracker_for(ref).log_candidate(
+        ref.run_id, candidate.candidate_id,
+        params={"operator": candidate.operator, "proposer": candidate.proposer, "round": str(candidate.round),
+                "parents": ",".join(p[:12] for p in candidate.parent_ids)},
+        metrics={k: v for k, v in gated.items() if v is not None},
+        tags={"gate": decision.gate, "decision": decision.decision},
+        artifact=store.get_blob(candidate.candidate_id), artifact_name="harness.py",
+    )
 
 
 @task(name="summarize")
@@ -134,7 +161,8 @@ def heal_summary(ref: RunRef) -> dict[str, object]:
     store = store_for(ref.store_uri)
     registry = sorted(store.read_rows("registry", ref.run_id), key=lambda r: r.version)
     scores = store.read_rows("scores", ref.run_id)
-    decisions = [d for d in store.read_rows("gate_decisions", ref.run_id) if d.gate == GATE]
+    every = store.read_rows("gate_decisions", ref.run_id)
+    decisions = [d for d in every if d.gate in ADMITTING_GATES]
     seed, best = (registry[0], registry[-1]) if registry else (None, None)
 
     def train(row: RegistryRow | None) -> float | None:
@@ -148,5 +176,6 @@ def heal_summary(ref: RunRef) -> dict[str, object]:
         "holdout_score": best.holdout_score if best else None,
         "accepted_rules": sum(d.decision == "accept" for d in decisions),
         "rejected_rules": sum(d.decision == "reject" for d in decisions),
+        "guard_retired": sum(d.gate == GUARD and d.decision == "reject" for d in every),
         "candidates": len(store.read_rows("candidates", ref.run_id)),
     }

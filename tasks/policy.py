@@ -8,6 +8,7 @@ One optimizer step (`train_step`):
     verify each completion (exact match) -> outcome; reward = outcome or shaped
     advantages per group: GRPO (r - mean) / std, or Dr. GRPO r - mean
     optional group filter (Phantom Advantages): degenerate groups leave the loss
+    optional GRPODropout: drop high-probability positive rollouts, re-centre the rest
     clipped policy loss on the generated tokens, one AdamW step (grad norm clipped at 1)
 
 The rollouts are sampled by the policy being updated and each batch is used for one
@@ -25,7 +26,8 @@ import torch
 from torch import Tensor, nn
 
 from kernels.advantages import dr_grpo_advantages, filter_groups, grpo_advantages
-from kernels.configs import PolicyLossConfig
+from kernels.configs import GRPODropoutConfig, PolicyLossConfig
+from kernels.grpo_dropout import grpo_dropout
 from kernels.model import TinyLM, sample
 from kernels.policy_loss import policy_loss
 from kernels.reduce import token_mean
@@ -70,12 +72,12 @@ class StepResult:
     wall_s: float
 
 
-def pretrain(cfg: GRPOConfig, seed: int) -> TinyLM:
-    """A student-sized TinyLM after `cfg.pretrain_steps` supervised steps on plain train
-    prompts of `cfg.categories` (deterministic in `seed`), in eval mode on CPU."""
-    sft = TeacherConfig(model=STUDENT_MODEL, categories=cfg.categories, context_prob=0.0, write_prob=0.0,
+def pretrain(categories: Sequence[str], steps: int, seed: int) -> TinyLM:
+    """A student-sized TinyLM after `steps` supervised steps on plain train prompts of
+    `categories` (deterministic in `seed`), in eval mode on CPU."""
+    sft = TeacherConfig(model=STUDENT_MODEL, categories=tuple(categories), context_prob=0.0, write_prob=0.0,
                         episode_prob=0.0, eval_per_category=0, eval_writes=0)
-    model, _ = train_teacher(sft, cfg.pretrain_steps, seed)
+    model, _ = train_teacher(sft, steps, seed)
     return model
 
 
@@ -83,18 +85,18 @@ def make_optimizer(model: nn.Module, lr: float) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
 
 
-def _to_cpu(value):
+def to_cpu(value):
     if isinstance(value, Tensor):
         return value.detach().cpu()
     if isinstance(value, dict):
-        return {k: _to_cpu(v) for k, v in value.items()}
+        return {k: to_cpu(v) for k, v in value.items()}
     return value
 
 
 def save_checkpoint(model: TinyLM, optimizer: torch.optim.Optimizer | None, step: int) -> bytes:
     """`suites.arith.lm.to_bytes` with the optimizer state and the step count in its meta,
     so `from_bytes` reads the weights and `load_checkpoint` resumes the optimizer too."""
-    meta = {"step": step, "optimizer": None if optimizer is None else _to_cpu(optimizer.state_dict())}
+    meta = {"step": step, "optimizer": None if optimizer is None else to_cpu(optimizer.state_dict())}
     return to_bytes(model, meta)
 
 
@@ -144,31 +146,54 @@ def group_advantages(batch: Batch, cfg: GRPOConfig) -> tuple[Tensor, Tensor]:
     return (adv * kept[:, None]).reshape(-1, 1), kept
 
 
+def drop_rollouts(batch: Batch, advantages: Tensor, cfg: GRPOConfig) -> tuple[Tensor, Tensor]:
+    """GRPODropout on the group advantages (B, 1) -> (re-centred advantages (B, 1), kept
+    rows (B,)); without `cfg.dropout` every row is kept and nothing changes. Filtered
+    groups arrive all-zero and stay all-zero (nothing positive to drop)."""
+    keep_all = torch.ones(advantages.shape[0], dtype=torch.bool, device=advantages.device)
+    if not cfg.dropout:
+        return advantages, keep_all
+    G, n = batch.rewards.shape
+    seq_logprobs = (batch.old_logprobs * batch.gen_mask).sum(-1).view(G, n)  # log pi_old(y_i)
+    selection = grpo_dropout(advantages.view(G, n), seq_logprobs,
+                             GRPODropoutConfig(n_drop=cfg.dropout_n_drop, min_effect=cfg.dropout_min_effect))
+    return selection.advantages.reshape(-1, 1), selection.kept.reshape(-1)
+
+
 def loss_config(cfg: GRPOConfig) -> PolicyLossConfig:
     """GRPO: per-sequence mean (the paper); Dr. GRPO: token sum / (B * max_new_tokens)."""
     aggregation = "seq_mean" if cfg.advantage == "grpo" else "seq_sum_constant"
     return PolicyLossConfig(clip_low=cfg.clip, clip_high=cfg.clip, aggregation=aggregation, norm_tokens=cfg.max_new_tokens)
 
 
+def policy_logprobs(model: nn.Module, batch: Batch, temperature: float) -> tuple[Tensor, Tensor]:
+    """(log-probs (B, N) of the generated tokens under `model` at the sampling
+    temperature, with grad; per-token entropy (B, N), detached)."""
+    P = batch.prompt_len
+    logits = model(batch.tokens, batch.mask)[:, P - 1 : -1] / temperature  # (B, N, V)
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    lp = logp.gather(-1, batch.tokens[:, P:, None]).squeeze(-1)  # (B, N)
+    with torch.no_grad():
+        entropy = -(logp.exp() * logp).sum(-1)  # (B, N)
+    return lp, entropy
+
+
 def grpo_loss(model: nn.Module, batch: Batch, advantages: Tensor, loss_mask: Tensor, cfg: GRPOConfig) -> LossOutputs:
     """Clipped policy loss of the generated tokens under the current policy (same
     temperature as the sampling), with the mean entropy of all generated tokens as a metric."""
-    P = batch.prompt_len
-    logits = model(batch.tokens, batch.mask)[:, P - 1 : -1] / cfg.temperature  # (B, N, V)
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    lp = logp.gather(-1, batch.tokens[:, P:, None]).squeeze(-1)  # (B, N)
+    lp, entropy = policy_logprobs(model, batch, cfg.temperature)
     out = policy_loss(PolicyInputs(lp, batch.old_logprobs, advantages, loss_mask), loss_config(cfg))
-    with torch.no_grad():  # over every generated token, kept or not
-        entropy = -(logp.exp() * logp).sum(-1)
-        out.metrics["entropy"] = token_mean(entropy, batch.gen_mask)
+    out.metrics["entropy"] = token_mean(entropy, batch.gen_mask)  # over every generated token, kept or not
     return out
 
 
 def policy_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch, cfg: GRPOConfig) -> tuple[float, dict[str, float]]:
-    """Advantages, filter, loss and one optimizer step on `batch` -> (loss, metrics).
+    """Advantages, filter, dropout, loss and one optimizer step on `batch` -> (loss, metrics).
     With no group kept there is no step (AdamW would still move on its momentum)."""
     advantages, kept = group_advantages(batch, cfg)
-    loss_mask = batch.gen_mask.bool() & kept.repeat_interleave(batch.rewards.shape[1])[:, None]
+    advantages, used = drop_rollouts(batch, advantages, cfg)
+    rows = kept.repeat_interleave(batch.rewards.shape[1]) & used  # (B,) rows that carry loss
+    loss_mask = batch.gen_mask.bool() & rows[:, None]
     out = grpo_loss(model, batch, advantages, loss_mask, cfg)
     optimizer.zero_grad(set_to_none=True)
     out.loss.backward()
@@ -178,7 +203,9 @@ def policy_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Bat
     metrics = {k: float(v) for k, v in out.metrics.items()}
     metrics.update(
         reward_mean=float(batch.rewards.mean()), accuracy=float(batch.outcomes.mean()),
-        kept_groups=float(kept.float().mean()), grad_norm=float(grad_norm),
+        kept_groups=float(kept.float().mean()), dropped_frac=float(1.0 - used.float().mean()),
+        kept_all_fail=float((kept & (batch.outcomes.amax(-1) == 0)).sum() / kept.sum().clamp(min=1)),
+        grad_norm=float(grad_norm),
         length_mean=float(batch.gen_mask.sum(-1).float().mean()),
     )
     return float(out.loss.detach()), metrics

@@ -54,11 +54,14 @@ def suite_for(name: str, params_json: str) -> Suite:
 
 def make_suite(config: RunConfig, name: str):
     """The run's suite `name`: a registry suite built from `suite_params`, or (for the
-    post-training loops) the arith suite over the grpo config's categories. Arith's
+    post-training loops) the arith suite over the loop config's categories. Arith's
     candidates are weights, not programs, so it is not a registry `Suite`."""
     params_json = json.dumps(config.suite_params, sort_keys=True)
     if name == "arith":
-        return arith_for(tuple(config.grpo.categories), params_json)
+        categories = config.ppo_pact.categories if config.loop == "ppo_pact" else config.grpo.categories
+        if config.loop == "opd":
+            categories = config.opd.categories
+        return arith_for(tuple(categories), params_json)
     return suite_for(name, params_json)
 
 

@@ -6,10 +6,12 @@ part exists, so a resumed run continues from the last published chunk.
 A policy is a candidate whose artifact is a checkpoint blob (`tasks.policy.save_checkpoint`:
 weights, optimizer state and step count; `suites.arith.lm.from_bytes` reads it). Evaluation
 rollouts are executions (one per case, the output text as a blob) scored by the suite's
-exact match; holdout cases are only run for the registered final policy."""
+exact match; holdout cases are only run for the registered final policy. The
+evaluation and registration stages also serve `ppo_pact` (`tasks.critic_train`)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from statistics import fmean
 from typing import Sequence
@@ -44,7 +46,7 @@ def chunk_key(chunk: int) -> str:
 def policy_row(ref: RunRef, blob: str, round_index: int, parents: list[str], operator: str, summary: str) -> CandidateRow:
     return CandidateRow(
         run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=parents, operator=operator,
-        proposer="grpo", artifact_kind="weights", artifact_uri=store_for(ref.store_uri).blob_uri(blob),
+        proposer=run_config(ref).loop, artifact_kind="weights", artifact_uri=store_for(ref.store_uri).blob_uri(blob),
         island=-1, summary=summary,
     )
 
@@ -54,20 +56,37 @@ def registry_row(ref: RunRef, version: int, candidate_id: str, stage: str, alias
     config = run_config(ref)
     return RegistryRow(
         run_id=ref.run_id, name=registry_name(config), version=version, candidate_id=candidate_id, stage=stage,
-        alias=alias, decision_id=derived_id(ref.run_id, candidate_id, "grpo", stage), select_score=select,
+        alias=alias, decision_id=derived_id(ref.run_id, candidate_id, config.loop, stage), select_score=select,
         holdout_score=holdout, event_at=datetime.now(timezone.utc),
     )
 
 
+def warm_start(ref: RunRef, categories: Sequence[str], steps: int) -> str:
+    """The supervised warm start's blob for the run's seed: trained unless a run of this
+    store (either post-training loop, any variant) already published it in the shared
+    partition `warm.<key>` (key: categories, steps, seed), so the variants that a findings
+    script compares start from the very same weights and the warm start is paid once."""
+    store, seed = store_for(ref.store_uri), run_config(ref).seed
+    part = f"warm.{derived_id(json.dumps([list(categories), steps, seed]))[:16]}"
+    if store.has_part("candidates", part, "init", "policy"):
+        return store.read_part("candidates", part, "init", "policy")[0].candidate_id
+    blob = store.put_blob(save_checkpoint(pretrain(categories, steps, seed), None, 0))
+    row = CandidateRow(run_id=part, candidate_id=blob, round=0, parent_ids=[], operator="sft", proposer="sft",
+                       artifact_kind="weights", artifact_uri=store.blob_uri(blob), island=-1,
+                       summary=f"supervised warm start, {steps} steps of {'+'.join(categories)}, seed {seed}")
+    store.write_part("candidates", part, "init", "policy", [row])
+    return blob
+
+
 @task(name="init-policy", **STAGE_OPTIONS)
 def init_policy(ref: RunRef) -> str:
-    """Warm-start the student by supervised steps (seeded), publish it as the first
-    policy (registry stage experimental); returns its candidate id (idempotent)."""
+    """The run's first policy: the shared supervised warm start of its seed (registry
+    stage experimental); returns its candidate id (idempotent)."""
     store = store_for(ref.store_uri)
     if store.has_part("candidates", ref.run_id, "init", "policy"):
         return store.read_part("candidates", ref.run_id, "init", "policy")[0].candidate_id
     config = run_config(ref)
-    blob = store.put_blob(save_checkpoint(pretrain(config.grpo, config.seed), None, 0))
+    blob = warm_start(ref, config.grpo.categories, config.grpo.pretrain_steps)
     store.write_part("registry", ref.run_id, "register", "init",
                      [registry_row(ref, 1, blob, "experimental", None, None, None)])
     summary = f"supervised warm start, {config.grpo.pretrain_steps} steps"
@@ -165,7 +184,7 @@ def register_policy(ref: RunRef, candidate_id: str) -> float:
         row = registry_row(ref, 2, candidate_id, "stable", CHAMPION, select, holdout)
         store.write_part("registry", ref.run_id, "register", "final", [row])
         tracker_for(ref).log_candidate(
-            ref.run_id, candidate_id, params={"loop": "grpo", "stage": "stable"},
+            ref.run_id, candidate_id, params={"loop": run_config(ref).loop, "stage": "stable"},
             metrics={"select_correct": select, "holdout_correct": holdout}, tags={"alias": CHAMPION},
             artifact=store.get_blob(candidate_id), artifact_name="policy.pt",
         )

@@ -104,18 +104,21 @@ def validation_due(fixes_since_check: int, *, interval: int = 1, final: bool = F
 
 def validate_or_rollback(
     current: LoopState, scores: Mapping[str, float], accepted: Checkpoint, *,
-    scorer_versions: Collection[str], anchored: str, seed: int = 0,
+    scorer_versions: Collection[str], anchored: str, seed: int = 0, tolerance: float = 0.0,
 ) -> ValidationResult:
     """Accept the current state unless its validation score is below the last accepted
-    version's; on rollback, resume from the last accepted state in full."""
+    version's (by more than `tolerance`, paper: 0); on rollback, resume from the last
+    accepted state in full."""
     check_anchor(set(scorer_versions), anchored)
+    if not 0.0 <= tolerance <= 1.0:
+        raise ValueError(f"validation tolerance {tolerance} must be in [0, 1]")
     for task_id, value in scores.items():
         require_finite(value, f"validation score of {task_id!r} for {current.artifact_id!r}")
     evidence: dict[str, Any] = {
         "gate": GATE, "rule": "rollback iff the validation score is below the last accepted version's",
         "current": current.summary(), "last_accepted": accepted.state.summary(),
         "scores": {"current": dict(sorted(scores.items())), "last_accepted": dict(sorted(accepted.scores.items()))},
-        "last_accepted_score": accepted.score,
+        "last_accepted_score": accepted.score, "tolerance": tolerance,
     }
     if not scores:
         evidence |= {"rolled_back": True, "restored": accepted.state.summary()}
@@ -124,7 +127,7 @@ def validate_or_rollback(
         return ValidationResult(no_evidence("rollback", reason, evidence), accepted.state, accepted)
     tasks, diffs = paired_differences(scores, accepted.scores)
     score = fmean(scores.values())
-    below = score < accepted.score - CASE_TOL
+    below = score < accepted.score - tolerance - CASE_TOL
     resume = accepted.state if below else current
     evidence |= {"current_score": score, "rolled_back": below, "restored": resume.summary()}
     reason = (

@@ -3,10 +3,17 @@
 import json
 
 import pytest
+from mlflow import MlflowClient
 
 from flows.self_healing import self_healing
-from schemas.configs import RunConfig
+from schemas.configs import HealConfig, RunConfig
+from schemas.ids import content_id
+from storage.catalog import sql
 from storage.store import open_store
+from storage.tracking import default_tracking_uri
+from tasks.heal import harness_document
+from tasks.heal_logic import ablations, harness_source
+from tasks.runtime import RunRef
 
 pytestmark = [pytest.mark.integration]
 
@@ -44,8 +51,10 @@ def test_rules_from_the_proposer_are_gated_by_paired_replay(runs):
     candidates = store.read_rows("candidates")
     seed = [c for c in candidates if c.round == 0]
     assert [c.operator for c in seed] == ["seed"]
-    healed = [c for c in candidates if c.round > 0]
+    healed = [c for c in candidates if c.round > 0 and c.operator != "ablate"]
     assert len(healed) == 4 and all(c.proposer == "rules" for c in healed)
+    # the guard (default: every 3 admissions) ablated the set once; its harnesses are candidates too
+    assert {c.proposer for c in candidates if c.operator == "ablate"} == {"library_guard"}
     assert {c.operator for c in healed} <= {"precondition", "retry_on_error", "paginate", "switch_tool",
                                             "reread", "follow_up", "gap_skill", "extract_skill",
                                             "revise_rule", "remove_rule"}
@@ -118,3 +127,76 @@ def test_no_table_holds_a_key_twice(runs):
     for name, spec in TABLES.items():
         keys = [tuple(getattr(r, c) for c in spec.key) for r in store.read_rows(name)]
         assert len(keys) == len(set(keys)), name
+
+
+@pytest.fixture(scope="module")
+def guarded(prefect_server, tmp_path_factory):
+    """accept_all admits every rule (so some are useless); the guard, every 2 admissions,
+    retires them. Tracked in MLflow (SQLite under the store)."""
+    root = tmp_path_factory.mktemp("self_healing_guard")
+    config = small_config(tracking=True, heal=HealConfig(accept_all=True, guard_interval=2))
+    summary = self_healing(config=config, store_uri=str(root), run_id="heal-guard")
+    return root, config, summary
+
+
+def test_accept_all_admits_every_rule_and_records_the_reason(guarded):
+    root, _, summary = guarded
+    decisions = [d for d in open_store(str(root)).read_rows("gate_decisions")
+                 if d.round > 0 and d.gate != "library_guard"]
+    assert len(decisions) == 4 and all(d.gate == "accept_all" and d.decision == "accept" for d in decisions)
+    assert all(d.reason.startswith("accept_all ablation") for d in decisions)
+    would = [json.loads(d.evidence_json)["replay_decision"] for d in decisions]
+    assert "reject" in would  # the ablation admitted a rule the replay gate would have rejected
+    assert summary["accepted_rules"] == 4 and summary["rejected_rules"] == 0
+
+
+def test_guard_rounds_are_queryable_and_a_retirement_registers_the_smaller_set(guarded):
+    root, _, summary = guarded
+    store = open_store(str(root))
+    guard = sql(store, """
+        SELECT d.round, d.decision, d.baseline_id, d.candidate_id, json_extract_string(d.evidence_json, '$.retired')
+               AS retired, r.version
+        FROM gate_decisions d LEFT JOIN registry r ON r.decision_id = d.decision_id
+        WHERE d.gate = 'library_guard' ORDER BY d.round, d.decision""").to_pylist()
+    assert {g["round"] for g in guard} == {2, 4}  # every 2 admissions of the 4
+    for round_index in (2, 4):  # each guard round ends with a step that keeps the set
+        assert [g["decision"] for g in guard if g["round"] == round_index][0] == "accept"
+    retirements = [g for g in guard if g["decision"] == "reject"]
+    assert summary["guard_retired"] == len(retirements) >= 1
+    ref, rules = RunRef(store_uri=str(root), run_id="heal-guard"), store.read_rows("distillates")
+    for g in retirements:
+        assert g["version"] is not None  # the smaller set is registered as champion, and it is exactly
+        smaller = ablations(harness_document(ref, g["baseline_id"]))[g["retired"]]  # the old one less the member
+        assert g["candidate_id"] == content_id(harness_source(smaller))
+        retired = [r for r in rules if r.status == "retired" and r.round == g["round"]
+                   and json.loads(r.content)["target"] == g["retired"].split(":", 1)[1]]
+        assert retired  # the member's rule moved to retired
+    registry = sorted(store.read_rows("registry"), key=lambda r: r.version)
+    assert all(r.holdout_score is not None for r in registry)
+
+
+def test_each_round_candidate_is_logged_to_mlflow_once(guarded):
+    root, config, _ = guarded
+    client = MlflowClient(default_tracking_uri(open_store(str(root))))
+    runs = client.search_runs(client.get_experiment_by_name(f"ratchet/{config.loop}").experiment_id,
+                              filter_string="tags.`ratchet.of_run_id` = 'heal-guard'")
+    logged = {r.data.tags["ratchet.candidate_id"]: r for r in runs}
+    assert len(logged) == len(runs)
+    rounds = [c for c in open_store(str(root)).read_rows("candidates") if c.operator != "ablate"]
+    for candidate in rounds:
+        run = logged[candidate.candidate_id]
+        assert run.data.params["operator"] == candidate.operator and run.data.params["round"] == str(candidate.round)
+        assert run.data.tags["decision"] == "accept" and "n_cases" in run.data.metrics
+    assert any("guard_retired" in r.data.tags for r in runs)
+
+
+def test_rerunning_a_guarded_run_adds_no_rows_and_no_mlflow_runs(guarded):
+    root, config, first = guarded
+    store = open_store(str(root))
+    before = counts(store)
+    client = MlflowClient(default_tracking_uri(store))
+    experiment = client.get_experiment_by_name(f"ratchet/{config.loop}").experiment_id
+    n_runs = len(client.search_runs(experiment))
+    again = self_healing(config=config, store_uri=str(root), run_id="heal-guard")
+    assert counts(store) == before and again == first
+    assert len(client.search_runs(experiment)) == n_runs

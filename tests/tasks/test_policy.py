@@ -6,7 +6,11 @@ from kernels.configs import TinyLMConfig
 from kernels.model import TinyLM, token_logprobs
 from schemas.configs import GRPOConfig
 from suites.arith.lm import from_bytes
-from tasks.policy import Batch, group_advantages, load_checkpoint, make_optimizer, policy_update, save_checkpoint
+import pytest
+from pydantic import ValidationError
+
+from tasks.policy import (Batch, drop_rollouts, group_advantages, load_checkpoint, make_optimizer, policy_update,
+                          save_checkpoint)
 
 torch.set_num_threads(1)
 P, N = 3, 4
@@ -76,6 +80,8 @@ def test_outcome_filter_drops_all_wrong_group_that_shaped_filter_keeps():
     adv_shaped, kept_shaped = group_advantages(batch, GRPOConfig(reward="shaped", group_filter="shaped"))
     assert kept_outcome.tolist() == [False, True] and kept_shaped.tolist() == [True, True]
     assert abs(float(adv_shaped[0])) > 0.9  # a phantom advantage: full size, from length alone
+    _, metrics = policy_update(model, make_optimizer(model, 1e-3), batch, GRPOConfig(reward="shaped", group_filter="shaped"))
+    assert metrics["kept_all_fail"] == 0.5  # of the two kept groups, one never answers correctly
 
 
 def test_dropped_groups_take_no_optimizer_step():
@@ -103,3 +109,35 @@ def test_checkpoint_round_trips_weights_optimizer_and_step():
     assert torch.equal(state["exp_avg"], state2["exp_avg"])
     plain, meta = from_bytes(data)
     assert meta["step"] == 7 and torch.equal(plain.tok.weight, model.tok.weight)
+
+
+def one_token_batch(model: TinyLM, outcomes: list[float], old_logprobs: list[float]) -> Batch:
+    """One group of one-token rollouts whose sampling log-probs are set by hand."""
+    batch = hand_batch(model, [outcomes])
+    old = torch.tensor(old_logprobs)[:, None]  # (B, 1)
+    gen_mask = torch.ones(len(outcomes), 1, dtype=torch.bool)
+    mask = torch.cat([torch.ones(len(outcomes), P, dtype=torch.bool), gen_mask], 1)
+    return Batch(batch.tokens[:, : P + 1], mask, P, old, gen_mask, batch.outcomes, batch.rewards)
+
+
+def test_grpo_dropout_drops_the_likely_positive_rollout_and_recentres_the_rest():
+    model = tiny_model()
+    # GRPO advantages of [1, 1, 0, 0] are [1, 1, -1, -1]; rollout 0 is the likely correct one
+    batch = one_token_batch(model, [1.0, 1.0, 0.0, 0.0], [-0.1, -2.0, -1.0, -1.0])
+    cfg = GRPOConfig(group_filter="none", dropout=True, group_size=4)
+    advantages, _ = group_advantages(batch, cfg)
+    centred, used = drop_rollouts(batch, advantages, cfg)
+    assert used.tolist() == [False, True, True, True]
+    # centre = sum_kept softmax(log pi_old) * A over rows 1..3 = (e^-2 - 2 e^-1) / (e^-2 + 2 e^-1)
+    centre = (0.135335283 - 2 * 0.367879441) / (0.135335283 + 2 * 0.367879441)  # -0.689276
+    expected = torch.tensor([0.0, 1.0 - centre, -1.0 - centre, -1.0 - centre], dtype=centred.dtype)[:, None]
+    torch.testing.assert_close(centred, expected, atol=1e-5, rtol=0)
+    plain, kept_all = drop_rollouts(batch, advantages, GRPOConfig(group_filter="none"))
+    assert kept_all.all() and torch.equal(plain, advantages)
+    _, metrics = policy_update(model, make_optimizer(model, 1e-3), batch, cfg)
+    assert metrics["dropped_frac"] == 0.25 and metrics["entropy"] > 0
+
+
+def test_dropout_that_would_empty_a_group_is_refused_by_name():
+    with pytest.raises(ValidationError, match="dropout_n_drop=4 .* group_size=4"):
+        GRPOConfig(dropout=True, dropout_n_drop=4, group_size=4)

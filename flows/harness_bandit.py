@@ -1,0 +1,61 @@
+"""harness_bandit (HarnessBandit): multi-harness GRPO of a tiny LM on arith where each
+optimizer step trains in ONE harness chosen online by learnability and
+transferability, against uniform and round-robin schedulers (`scheduler`).
+
+    policy <- supervised warm start on every harness       (registry: experimental)
+    track its select accuracy
+    for chunk c of `eval_every` steps until `budget` steps:
+        each step: pick harness h (bandit: fused score + visit bonus, exploration floor),
+                   G prompts of h x n rollouts, GRPO update,
+                   learnability = mean |advantage|, transferability = cosine of the
+                   gradient sketch with the other harnesses' EMAs, fuse, update state
+        checkpoint the policy and scheduler state; track its select accuracy
+    register the final policy with its holdout accuracy     (registry: stable, champion)
+
+Departures from the paper: a harness is an arith category (a task format of the same
+tiny policy) instead of an agent scaffold, and no harness is held out."""
+
+from __future__ import annotations
+
+import dask
+from prefect import flow
+
+from flows.grpo import chunk_plan
+from schemas.configs import LoopSpec, RunConfig
+from tasks.harness import train_bandit_chunk
+from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy
+
+SPEC = LoopSpec(name="harness_bandit", modifies="weights", paper="HarnessBandit")
+
+
+def progress_total(config: RunConfig) -> int:
+    """Optimizer steps a run makes, for progress bars."""
+    return config.budget
+
+
+def with_harness_categories(config: RunConfig) -> RunConfig:
+    """The config with GRPO's categories set to the harnesses: the warm start, the
+    suite's cases and the evaluations then cover exactly the harnesses."""
+    grpo = config.grpo.model_copy(update={"categories": config.harness_bandit.harnesses})
+    return config.model_copy(update={"grpo": grpo})
+
+
+@flow(name="harness_bandit")
+def harness_bandit(config: RunConfig, store_uri: str, run_id: str | None = None,
+                   parent_run_id: str | None = None) -> dict:
+    """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
+    if config.suite != "arith":
+        raise ValueError(f"harness_bandit trains arith policies; got suite {config.suite!r}, use --suite arith")
+    config = with_harness_categories(config)
+    run_id = run_id or new_run_id(config.loop)
+    ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
+    with recorded_run(ref):
+        policy = init_policy(ref)
+        evaluate_policy(ref, policy)
+        for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
+            with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
+                policy = train_bandit_chunk(ref, chunk, first_step, n_steps, policy)
+            evaluate_policy(ref, policy)
+        register_policy(ref, policy)
+    return policy_summary(ref)

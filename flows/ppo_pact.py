@@ -1,0 +1,54 @@
+"""ppo_pact: actor-critic RL of a tiny LM's weights from a terminal exact-match reward on
+the arith suite, with a learned critic trained as PPO's value regression or as PACT's
+importance-corrected probability (PACT: From Credit Assignment to Critic Alignment).
+
+    actor <- supervised warm start; critic <- its trunk with a zero head   (registry: experimental)
+    track the actor's select accuracy
+    for chunk c of `eval_every` steps until `budget` steps:
+        each step: rollouts of the actor, critic values, GAE(lambda = 1) advantages,
+                   actor update first, then the critic:
+                   ppo  -> clipped value MSE toward the outcome
+                   pact -> BCE toward the outcome, weighted by the updated actor's
+                           current-token ratio, out-of-range tokens masked
+        checkpoint actor and critic; track the actor's select accuracy
+    register the final actor with its holdout accuracy                       (registry: stable, champion)
+
+Departs from the paper: see `tasks.actor_critic` (one actor step per batch, critic
+initialised from the warm start, no advantage whitening). Every stage publishes
+deterministic parts, so a resumed run reproduces the uninterrupted run on CPU."""
+
+from __future__ import annotations
+
+import dask
+from prefect import flow
+
+from flows.grpo import chunk_plan
+from schemas.configs import LoopSpec, RunConfig
+from tasks.critic_train import init_actor_critic, train_actor_critic
+from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.train import evaluate_policy, policy_summary, register_policy
+
+SPEC = LoopSpec(name="ppo_pact", modifies="weights", paper="PACT: From Credit Assignment to Critic Alignment")
+
+
+def progress_total(config: RunConfig) -> int:
+    """Optimizer steps a run makes, for progress bars."""
+    return config.budget
+
+
+@flow(name="ppo_pact")
+def ppo_pact(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+    """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
+    if config.suite != "arith":
+        raise ValueError(f"ppo_pact trains arith policies; got suite {config.suite!r}, use --suite arith")
+    run_id = run_id or new_run_id(config.loop)
+    ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
+    with recorded_run(ref):
+        actor, critic = init_actor_critic(ref)
+        evaluate_policy(ref, actor)
+        for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.ppo_pact.eval_every)):
+            with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
+                actor, critic = train_actor_critic(ref, chunk, first_step, n_steps, actor, critic)
+            evaluate_policy(ref, actor)
+        register_policy(ref, actor)
+    return policy_summary(ref)
