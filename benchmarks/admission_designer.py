@@ -40,7 +40,8 @@ def test_success(store, candidate_id: str) -> float:
 def run_mode(root: Path, seed: int, mode: str, rounds: int, instances: int, batch: int) -> dict:
     """One designer_rsi run; its counts and test success, read back from its store."""
     from flows.designer_rsi import designer_rsi
-    from schemas.configs import DesignerConfig, RunConfig
+    from schemas.admission import DesignerConfig
+    from schemas.configs import RunConfig
     from storage.store import open_store
 
     config = RunConfig(loop="designer_rsi", suite="toolsim", budget=rounds, seed=seed, workers=1, tracking=False,

@@ -54,7 +54,8 @@ class Run:
 
 def run_arm(store_uri: str, arm: str, seed: int, budget: int, instances: int, window: int) -> Run:
     from flows.growing_harness import growing_harness
-    from schemas.configs import GrowConfig, RunConfig
+    from schemas.admission import GrowConfig
+    from schemas.configs import RunConfig
 
     run_id = f"{arm}-s{seed}".replace("_", "-")
     config = RunConfig(loop="growing_harness", suite="toolsim", budget=budget, seed=seed, workers=2, tracking=False,

@@ -34,7 +34,8 @@ QUICK, FULL = (5, 4), (10, 8)
 def run_arm(root: Path, seed: int, slow: bool, rounds: int, instances: int, batch_size: int) -> dict:
     """One medrsi run; its summary, re-read from the run's own store."""
     from flows.medrsi import medrsi
-    from schemas.configs import MedRSIConfig, RunConfig
+    from schemas.admission import MedRSIConfig
+    from schemas.configs import RunConfig
     from storage.store import open_store
 
     config = RunConfig(loop="medrsi", suite="toolsim", budget=rounds, seed=seed, workers=1, tracking=False,

@@ -78,7 +78,8 @@ class Run:
 
 def run_arm(store_uri: str, arm: str, seed: int, budget: int, instances: int) -> Run:
     from flows.self_healing import self_healing
-    from schemas.configs import HealConfig, RunConfig
+    from schemas.admission import HealConfig
+    from schemas.configs import RunConfig
 
     run_id = f"{arm}-s{seed}".replace("+", "-")
     config = RunConfig(loop="self_healing", suite="toolsim", budget=budget, seed=seed, workers=2, tracking=False,

@@ -85,7 +85,8 @@ class Run:
 
 
 def run_config(arm: str, seed: int, sizes: Sizes):
-    from schemas.configs import GRPOConfig, PPOPACTConfig, RunConfig
+    from schemas.configs import RunConfig
+    from schemas.post_training import GRPOConfig, PPOPACTConfig
 
     loop, overrides = ARMS[arm]
     shared = dict(categories=("add",), pretrain_steps=sizes.pretrain_steps, prompts_per_step=sizes.prompts,

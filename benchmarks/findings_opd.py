@@ -87,7 +87,8 @@ class Run:
 
 
 def run_config(arm: str, seed: int, sizes: Sizes):
-    from schemas.configs import DistillRunConfig, RunConfig
+    from schemas.configs import RunConfig
+    from schemas.post_training import DistillRunConfig
 
     cfg = DistillRunConfig(categories=("add",), teacher_steps=sizes.teacher_steps, pretrain_steps=sizes.pretrain_steps,
                            prompts_per_step=8, rollouts=4, max_new_tokens=sizes.max_new_tokens,

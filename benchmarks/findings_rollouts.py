@@ -58,7 +58,7 @@ QUICK = Sizes(budget=2, pretrain_noise=10, pretrain_harness=10, per_category=60,
 
 
 def grpo_config(categories: tuple[str, ...], pretrain: int, sizes: Sizes):
-    from schemas.configs import GRPOConfig
+    from schemas.post_training import GRPOConfig
 
     return GRPOConfig(categories=categories, pretrain_steps=pretrain, prompts_per_step=sizes.prompts,
                       group_size=sizes.group, eval_every=sizes.budget, lr=1e-4, temperature=0.6)
@@ -67,7 +67,8 @@ def grpo_config(categories: tuple[str, ...], pretrain: int, sizes: Sizes):
 def run_noise(store_uri: str, pairing: str, seed: int, sizes: Sizes) -> dict[str, float]:
     """One paired_rollouts run -> its select accuracy and mean training metrics."""
     from flows.paired_rollouts import paired_rollouts
-    from schemas.configs import PairedRolloutsConfig, RunConfig
+    from schemas.configs import RunConfig
+    from schemas.post_training import PairedRolloutsConfig
     from storage.store import open_store
 
     noise = PairedRolloutsConfig(noise_pairing=pairing, noise_kind="tool_failure", noise_rate=0.3,
@@ -98,7 +99,8 @@ def harness_accuracy(store, run_id: str, candidate_id: str) -> dict[str, float]:
 def run_harness(store_uri: str, scheduler: str, seed: int, sizes: Sizes) -> dict[str, float]:
     """One harness_bandit run -> mean and worst per-harness select accuracy, visits."""
     from flows.harness_bandit import harness_bandit
-    from schemas.configs import HarnessBanditConfig, RunConfig
+    from schemas.configs import RunConfig
+    from schemas.post_training import HarnessBanditConfig
     from storage.store import open_store
 
     config = RunConfig(loop="harness_bandit", suite="arith", budget=sizes.budget, seed=seed, tracking=False,

@@ -79,7 +79,8 @@ class Run:
 
 
 def run_config(arm: str, seed: int, sizes: Sizes):
-    from schemas.configs import CLOOPDMethodConfig, DistillRunConfig, RunConfig, STRIDEMethodConfig
+    from schemas.configs import RunConfig
+    from schemas.post_training import CLOOPDMethodConfig, DistillRunConfig, STRIDEMethodConfig
 
     common = dict(teacher_steps=sizes.teacher_steps, pretrain_steps=sizes.pretrain_steps, prompts_per_step=8,
                   rollouts=1, eval_every=sizes.budget, lr=1e-3)

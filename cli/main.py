@@ -13,10 +13,11 @@ from rich.console import Console
 
 from cli.env import prepare_environment, resolve_store
 
-DEFAULT_SUITE = {"designer_rsi": "toolsim", "growing_harness": "toolsim", "medrsi": "toolsim",
-                 "paired_rollouts": "arith", "harness_bandit": "arith",
-                 "evolve": "circle_packing", "aide2": "circle_packing+bin_packing", "self_healing": "toolsim",
-                 "grpo": "arith", "opd": "arith", "ppo_pact": "arith"}
+DEFAULT_SUITE = {
+    "evolve": "circle_packing", "aide2": "circle_packing+bin_packing",
+    "self_healing": "toolsim", "growing_harness": "toolsim", "medrsi": "toolsim", "designer_rsi": "toolsim",
+    "grpo": "arith", "ppo_pact": "arith", "opd": "arith", "paired_rollouts": "arith", "harness_bandit": "arith",
+}
 LOOPS = tuple(DEFAULT_SUITE)
 
 app = typer.Typer(
@@ -43,7 +44,9 @@ def _store(uri: Optional[str]) -> str:
 def run(
     loop: str = typer.Argument(..., help=f"The loop (a paper's method): {', '.join(LOOPS)}."),
     suite: Optional[str] = typer.Option(None, help="Suite the loop improves on (evolve: circle_packing | bin_packing)."),
-    budget: int = typer.Option(32, min=1, help="evolve: child programs to evaluate; aide2: outer nodes (agents); grpo, ppo_pact: optimizer steps."),
+    budget: int = typer.Option(32, min=1, help=("evolve: child programs; aide2: outer nodes (agents); grpo, ppo_pact, opd, paired_rollouts, "
+                                           "harness_bandit: optimizer steps; self_healing, medrsi, designer_rsi: "
+                                           "rounds; growing_harness: repair steps.")),
     seed: int = typer.Option(0, help="Seed of every random choice; same loop, suite, budget and seed = same run."),
     store: Optional[str] = StoreOption,
     workers: int = typer.Option(2, min=1, help="Candidates evaluated at once, each in its own sandbox process."),
@@ -53,13 +56,17 @@ def run(
     param: list[str] = typer.Option([], "--param", help="Suite parameter KEY=VALUE, e.g. --param n=26 (repeatable)."),
     timeout: float = typer.Option(10.0, help="Sandbox wall-clock limit per case, seconds."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log candidates to MLflow."),
+    setting: list[str] = typer.Option([], "--set", help=(
+        "Loop parameter SECTION.FIELD=VALUE (repeatable), e.g. --set opd.method=dial, --set grpo.lr=3e-5, "
+        "--set heal.accept_all=true, --set grpo.categories=[add,sub]. Sections: evolve, grpo, opd, ppo_pact, "
+        "paired_rollouts, harness_bandit, heal, grow, medrsi, designer, sandbox.")),
 ) -> None:
     """Start a loop run and print its champion."""
     store_uri = _store(store)
     from cli.running import execute_run, make_config
 
     config = make_config(loop, suite or DEFAULT_SUITE.get(loop, ""), budget, seed, workers, dask, proposer,
-                         inner_budget, param, timeout, not no_tracking)
+                         inner_budget, param, timeout, not no_tracking, setting)
     execute_run(console, store_uri, config, run_id=None)
 
 

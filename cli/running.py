@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import yaml
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -29,12 +31,36 @@ def parse_params(pairs: list[str]) -> dict[str, float | int | str]:
     return params
 
 
-def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, params, timeout, tracking) -> RunConfig:
+def loop_sections() -> list[str]:
+    """RunConfig's nested parameter groups a `--set` may address (evolve, grpo, opd, ...)."""
+    return sorted(name for name, field in RunConfig.model_fields.items()
+                  if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel))
+
+
+def parse_settings(pairs: list[str]) -> dict[str, dict[str, object]]:
+    """SECTION.FIELD=VALUE pairs -> {section: {field: value}}. Values are read as YAML, so
+    `3`, `1e-4`, `true`, `dial` and `[add, sub]` mean what they look like; the config's
+    own validation then checks them and names the field."""
+    settings: dict[str, dict[str, object]] = {}
+    sections = loop_sections()
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        section, dot, name = key.partition(".")
+        if not sep or not dot or not name:
+            raise ValueError(f"--set {pair!r} must look like SECTION.FIELD=VALUE, e.g. --set opd.method=dial")
+        if section not in sections:
+            raise ValueError(f"--set {pair!r}: unknown section {section!r}; sections: {', '.join(sections)}")
+        settings.setdefault(section, {})[name] = yaml.safe_load(raw)
+    return settings
+
+
+def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, params, timeout, tracking,
+                settings: list[str] = ()) -> RunConfig:
     from flows import LOOPS
 
     if loop not in LOOPS:
         raise ValueError(f"unknown loop {loop!r}; available loops: {', '.join(sorted(LOOPS))}")
-    suite_params = parse_params(params)
+    suite_params, sections = parse_params(params), parse_settings(list(settings))
     if loop == "aide2" and suite_params:
         raise ValueError("aide2 runs its selection suites with their default cases; drop --param")
     if loop in ("evolve", "self_healing"):
@@ -44,7 +70,7 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
     return RunConfig(
         loop=loop, suite=suite, budget=budget, seed=seed, workers=workers, dask_address=dask, proposer=proposer,
         inner_budget=inner_budget, suite_params=suite_params, tracking=tracking,
-        sandbox=SandboxConfig(timeout_s=timeout),
+        sandbox=SandboxConfig(**{"timeout_s": timeout, **sections.pop("sandbox", {})}), **sections,
     )
 
 

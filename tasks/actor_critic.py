@@ -38,7 +38,7 @@ from kernels.model import TinyCritic, TinyLM, sample
 from kernels.policy_loss import policy_loss
 from kernels.reduce import token_mean
 from kernels.types import LossOutputs, PACTInputs, PolicyInputs, ValueInputs
-from schemas.configs import PPOPACTConfig
+from schemas.post_training import PPOPACTConfig
 from schemas.ids import seed_for
 from suites.arith import Arith
 from suites.arith.tokenizer import EOS

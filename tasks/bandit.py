@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 import torch
 from torch import nn
 
-from schemas.configs import GRPOConfig, HarnessBanditConfig
+from schemas.post_training import GRPOConfig, HarnessBanditConfig
 from schemas.ids import seed_for
 from suites.arith import Arith
 from suites.base import Case

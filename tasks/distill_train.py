@@ -22,7 +22,8 @@ from typing import Optional
 import torch
 from prefect import task
 
-from schemas.configs import DistillRunConfig, RunConfig
+from schemas.configs import RunConfig
+from schemas.post_training import DistillRunConfig
 from schemas.ids import derived_id
 from schemas.rows import CandidateRow, RegistryRow
 from suites.arith.lm import from_bytes, to_bytes

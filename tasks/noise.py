@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
-from schemas.configs import PairedRolloutsConfig
+from schemas.post_training import PairedRolloutsConfig
 from schemas.ids import seed_for
 from suites.arith.tasks import ANSWER_MARK, STEP_SEP
 

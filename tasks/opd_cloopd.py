@@ -34,7 +34,7 @@ from kernels.cloopd import cloopd_pass_loss, freeze_batch, pass_inputs, pass_pro
 from kernels.configs import CLOOPDConfig, TPMRConfig
 from kernels.reduce import token_mean
 from kernels.types import FrozenBatch, TPMRInputs
-from schemas.configs import CLOOPDMethodConfig
+from schemas.post_training import CLOOPDMethodConfig
 from schemas.ids import seed_for
 from tasks.opd_rollouts import StepContext, centre_hints, loss_mask, rollout, student_logprobs, teacher_logprobs
 from tasks.policy import StepResult

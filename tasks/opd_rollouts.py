@@ -23,7 +23,7 @@ from kernels.masks import two_end_keep
 from kernels.model import sample, token_logprobs
 from kernels.reduce import token_mean
 from kernels.types import LossOutputs
-from schemas.configs import DistillRunConfig
+from schemas.post_training import DistillRunConfig
 from schemas.ids import seed_for
 from suites.arith import Arith
 from suites.arith.contexts import contexts

@@ -41,7 +41,7 @@ from kernels.distill import opd_loss
 from kernels.masks import choose_restart_turn, stride_loss_mask, stride_stop_turn
 from kernels.model import token_logprobs
 from kernels.types import DistillInputs
-from schemas.configs import STRIDEMethodConfig
+from schemas.post_training import STRIDEMethodConfig
 from schemas.ids import seed_for
 from suites.arith import Arith
 from suites.arith.episodes import Episode, EpisodeBatch, StopRule, play

@@ -102,7 +102,7 @@ def gate_agent(ref: RunRef, node: int, agent: EvolveConfig, summaries: list[dict
     """Accept the agent only if its hidden composite beats the best so far; record the
     decision, the registry event (when accepted) and last the node, whose part marks
     the stage done. Idempotent."""
-    store, config = store_for(ref.store_uri), run_config(ref)
+    store = store_for(ref.store_uri)
     key = f"n{node:03d}"
     if not store.has_part("nodes", ref.run_id, "gate", key):
         node_id = content_id(agent.model_dump_json())

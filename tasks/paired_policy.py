@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from schemas.configs import GRPOConfig, PairedRolloutsConfig
+from schemas.post_training import GRPOConfig, PairedRolloutsConfig
 from schemas.ids import seed_for
 from suites.arith import Arith
 from suites.base import Case

@@ -32,7 +32,7 @@ from kernels.model import TinyLM, sample
 from kernels.policy_loss import policy_loss
 from kernels.reduce import token_mean
 from kernels.types import LossOutputs, PolicyInputs
-from schemas.configs import GRPOConfig
+from schemas.post_training import GRPOConfig
 from schemas.ids import seed_for
 from suites.arith import Arith
 from suites.arith.lm import complete, from_bytes, to_bytes

@@ -52,16 +52,19 @@ def suite_for(name: str, params_json: str) -> Suite:
     return get_suite(name, **json.loads(params_json))
 
 
+CATEGORY_SECTION = {"ppo_pact": "ppo_pact", "opd": "opd"}
+"""Post-training loops whose own config section names the arith categories; the others
+(grpo, paired_rollouts, harness_bandit) train with GRPO's parameters, `grpo.categories`."""
+
+
 def make_suite(config: RunConfig, name: str):
     """The run's suite `name`: a registry suite built from `suite_params`, or (for the
     post-training loops) the arith suite over the loop config's categories. Arith's
     candidates are weights, not programs, so it is not a registry `Suite`."""
     params_json = json.dumps(config.suite_params, sort_keys=True)
     if name == "arith":
-        categories = config.ppo_pact.categories if config.loop == "ppo_pact" else config.grpo.categories
-        if config.loop == "opd":
-            categories = config.opd.categories
-        return arith_for(tuple(categories), params_json)
+        section = getattr(config, CATEGORY_SECTION.get(config.loop, "grpo"))
+        return arith_for(tuple(section.categories), params_json)
     return suite_for(name, params_json)
 
 

@@ -1,4 +1,5 @@
-"""The layering of DESIGN.md, enforced with import-linter's contracts in pyproject.toml."""
+"""The layering of DESIGN.md, enforced with import-linter's contracts in pyproject.toml, and
+pyflakes-level hygiene (ruff F: unused imports and variables, undefined names)."""
 
 import subprocess
 import sys
@@ -11,3 +12,11 @@ def test_import_contracts_hold():
     result = subprocess.run([str(lint)], cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Contracts: 3 kept, 0 broken" in result.stdout
+
+
+def test_no_unused_imports_or_undefined_names():
+    root = Path(__file__).resolve().parents[1]
+    ruff = Path(sys.executable).with_name("ruff")
+    result = subprocess.run([str(ruff), "check", "--select", "F,E9", "--no-cache", "."], cwd=root,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from flows.designer_rsi import designer_rsi
-from schemas.configs import DesignerConfig, RunConfig
+from schemas.admission import DesignerConfig
+from schemas.configs import RunConfig
 from storage.catalog import sql
 from storage.store import open_store
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from flows.grpo import chunk_plan, grpo, progress_total
-from schemas.configs import GRPOConfig, RunConfig
+from schemas.configs import RunConfig
+from schemas.post_training import GRPOConfig
 from storage.store import open_store
 from suites.arith import Arith
 from suites.arith.lm import from_bytes

@@ -10,7 +10,8 @@ from pydantic import ValidationError
 from cli.main import DEFAULT_SUITE
 from flows import LOOPS, PROGRESS
 from flows.harness_bandit import harness_bandit, progress_total, with_harness_categories
-from schemas.configs import GRPOConfig, HarnessBanditConfig, RunConfig
+from schemas.configs import RunConfig
+from schemas.post_training import GRPOConfig, HarnessBanditConfig
 from storage.catalog import sql
 from storage.store import open_store
 from suites.arith.lm import from_bytes

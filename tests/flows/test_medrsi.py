@@ -8,7 +8,8 @@ from statistics import fmean
 import pytest
 
 from flows.medrsi import medrsi
-from schemas.configs import MedRSIConfig, RunConfig
+from schemas.admission import MedRSIConfig
+from schemas.configs import RunConfig
 from storage.catalog import sql
 from storage.store import open_store
 

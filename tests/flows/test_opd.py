@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from flows.opd import chunk_plan, opd, progress_total
-from schemas.configs import DistillRunConfig, RunConfig
+from schemas.configs import RunConfig
+from schemas.post_training import DistillRunConfig
 from storage.catalog import sql
 from storage.store import open_store
 from tasks.distill_train import TEACHER_NAME, teacher_partition

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from flows.opd import opd
-from schemas.configs import CLOOPDMethodConfig, DistillRunConfig, RunConfig, STRIDEMethodConfig
+from schemas.configs import RunConfig
+from schemas.post_training import CLOOPDMethodConfig, DistillRunConfig, STRIDEMethodConfig
 from storage.store import open_store
 from suites.arith.lm import from_bytes
 from tasks.opd_methods import METHODS

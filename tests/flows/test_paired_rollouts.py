@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from cli.main import DEFAULT_SUITE
 from flows import LOOPS, PROGRESS
 from flows.paired_rollouts import paired_rollouts, progress_total
-from schemas.configs import GRPOConfig, PairedRolloutsConfig, RunConfig
+from schemas.configs import RunConfig
+from schemas.post_training import GRPOConfig, PairedRolloutsConfig
 from storage.catalog import sql
 from storage.store import open_store
 

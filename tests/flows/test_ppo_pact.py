@@ -11,7 +11,8 @@ import torch
 from cli.main import DEFAULT_SUITE
 from flows import LOOPS, PROGRESS
 from flows.ppo_pact import ppo_pact
-from schemas.configs import PPOPACTConfig, RunConfig
+from schemas.configs import RunConfig
+from schemas.post_training import PPOPACTConfig
 from storage.store import open_store
 from tasks.actor_critic import load_critic
 from tasks.critic_train import CRITIC

@@ -6,7 +6,8 @@ import pytest
 from mlflow import MlflowClient
 
 from flows.self_healing import self_healing
-from schemas.configs import HealConfig, RunConfig
+from schemas.admission import HealConfig
+from schemas.configs import RunConfig
 from schemas.ids import content_id
 from storage.catalog import sql
 from storage.store import open_store

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from kernels.configs import TinyLMConfig
 from kernels.model import TinyLM
-from schemas.configs import PPOPACTConfig
+from schemas.post_training import PPOPACTConfig
 from suites.arith import Arith
 from suites.arith.tokenizer import Tokenizer
 from tasks.actor_critic import (Learner, actor_critic_step, critic_logits, explained_variance, load_critic,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from schemas.configs import HarnessBanditConfig
+from schemas.post_training import HarnessBanditConfig
 from tasks.bandit import SchedulerState, choose_harness, harness_probs, minmax, record, transferability
 
 

@@ -4,7 +4,7 @@ repair, the validation check and its full-state rollback."""
 import pytest
 from pydantic import ValidationError
 
-from schemas.configs import GrowConfig
+from schemas.admission import GrowConfig
 from tasks.gate.validation import Checkpoint
 from tasks.grow_logic import (
     GrowState, admit, after_repair, check, check_due, joint_repair, loop_state, settle, state_json, state_of,

@@ -121,7 +121,8 @@ def test_the_loop_is_registered_and_bad_config_names_the_field():
     from cli.main import DEFAULT_SUITE
     from flows import LOOPS, PROGRESS
     from flows.medrsi import medrsi
-    from schemas.configs import MedRSIConfig, RunConfig
+    from schemas.admission import MedRSIConfig
+    from schemas.configs import RunConfig
 
     config = RunConfig(loop="medrsi", suite="toolsim", budget=5)
     assert LOOPS["medrsi"] is medrsi and PROGRESS["medrsi"](config) == 6 and DEFAULT_SUITE["medrsi"] == "toolsim"

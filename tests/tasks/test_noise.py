@@ -2,7 +2,7 @@
 shared arm gives every rollout of a group the same draw per event, the independent arm
 does not, draws are reproducible by key, and both arms keep the per-event rate."""
 
-from schemas.configs import PairedRolloutsConfig
+from schemas.post_training import PairedRolloutsConfig
 from tasks.noise import corrupt_batch, corrupt_group, event_draw, rollout_events
 
 WORKED = "7+5=12;4+8+1=13#132"

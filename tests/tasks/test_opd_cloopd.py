@@ -11,7 +11,7 @@ from torch import nn
 
 from kernels.configs import TinyLMConfig
 from kernels.model import TinyLM
-from schemas.configs import CLOOPDMethodConfig, DistillRunConfig
+from schemas.post_training import CLOOPDMethodConfig, DistillRunConfig
 from suites.arith import Arith
 from suites.arith.prompts import prompt_source
 from suites.arith.tokenizer import Tokenizer

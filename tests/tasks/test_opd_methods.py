@@ -9,16 +9,20 @@ from dataclasses import replace
 import pytest
 import torch
 
-from kernels.configs import TinyLMConfig
+from kernels.configs import OPDConfig, TinyLMConfig
+from kernels.distill import opd_loss
 from kernels.model import TinyLM
-from schemas.configs import DistillRunConfig
+from kernels.types import DistillInputs
+from schemas.post_training import DistillRunConfig
 from suites.arith import Arith
 from suites.arith.prompts import prompt_source
 from suites.arith.tasks import solve_add
 from suites.arith.teacher import VOCAB_SIZE
 from suites.arith.tokenizer import EOS, Tokenizer
 from tasks.opd_methods import METHODS, contrast_rows, probe_hints
-from tasks.opd_rollouts import Rollouts, StepContext, loss_mask, rollout, student_logprobs, trace_step_ids
+from tasks.opd_rollouts import (
+    Rollouts, StepContext, loss_mask, rollout, student_logprobs, teacher_logprobs, trace_step_ids,
+)
 from tasks.policy import make_optimizer
 
 SUITE = Arith(categories=("add",), n_per_category=40)
@@ -128,3 +132,20 @@ def test_two_end_masks_the_middle_step_and_keeps_the_answer():
 def test_bad_configs_name_the_field_and_the_fix(overrides, message):
     with pytest.raises(ValueError, match=message):
         DistillRunConfig(**overrides)
+
+
+def test_a_teacher_identical_to_the_student_teaches_nothing():
+    """Alignment check of the teacher re-read: with the student's own weights as the
+    teacher (plain prompts), every sampled token's reverse KL is 0 and the OPD loss
+    has no gradient, so a nonzero signal in real runs comes from the teacher, not from an
+    off-by-one between the two re-reads."""
+    ctx = context("opd")
+    ctx = replace(ctx, teacher=tiny(0).eval().requires_grad_(False))
+    r = rollout(ctx, 0)
+    lp_t, _ = teacher_logprobs(ctx, r, [None] * len(r.prompts))
+    lp_s = student_logprobs(ctx, r)
+    torch.testing.assert_close(torch.where(r.mask, lp_t, torch.zeros_like(lp_t)), r.sampled_logprobs,
+                               rtol=1e-5, atol=1e-5)
+    out = opd_loss(DistillInputs(lp_s, lp_t, r.mask), OPDConfig())
+    out.loss.backward()
+    assert all(p.grad is None or float(p.grad.abs().max()) < 1e-6 for p in ctx.student.parameters())

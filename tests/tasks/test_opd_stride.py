@@ -9,7 +9,7 @@ from torch import nn
 
 from kernels.configs import TinyLMConfig
 from kernels.model import TinyLM
-from schemas.configs import STRIDEMethodConfig
+from schemas.post_training import STRIDEMethodConfig
 from suites.arith.episodes import batch, episodes
 from suites.arith.tokenizer import EOS, Tokenizer
 from tasks.opd_stride import (
@@ -150,7 +150,7 @@ def test_tinylm_student_learns_and_the_step_is_reproducible_from_a_stored_buffer
 
 
 def test_loop_step_keeps_the_buffer_in_the_method_state_through_a_checkpoint():
-    from schemas.configs import DistillRunConfig
+    from schemas.post_training import DistillRunConfig
     from suites.arith import Arith
     from tasks.distill_train import load_student, student_bytes
     from tasks.opd_rollouts import StepContext

@@ -4,7 +4,7 @@ import torch
 
 from kernels.configs import TinyLMConfig
 from kernels.model import TinyLM, token_logprobs
-from schemas.configs import GRPOConfig
+from schemas.post_training import GRPOConfig
 from suites.arith.lm import from_bytes
 import pytest
 from pydantic import ValidationError

@@ -5,7 +5,6 @@ import torch
 
 from kernels.configs import TinyLMConfig
 from kernels.model import TinyLM
-from suites.arith.contexts import LEVELS
 from suites.arith.lm import collate, from_bytes, sft_loss, to_bytes
 from suites.arith.tasks import solve_add, solve_chain
 from suites.arith.teacher import STUDENT_MODEL, TEACHER_MODEL, TeacherConfig, example_kind, make_example, train_teacher
