@@ -28,11 +28,27 @@ from tasks.failpoints import crash_point
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.gate.validation import GATE, Checkpoint
-from tasks.grow import harness_document, has_state, read_state, run_missing, step_key, successes, write_state
+from tasks.grow import (
+    harness_document,
+    has_state,
+    read_state,
+    run_missing,
+    step_key,
+    successes,
+    write_state,
+)
 from tasks.grow_logic import GrowState, check, check_due
+from tasks.heal_gate import track_candidate
 from tasks.register import holdout_score
 from tasks.retry import STAGE_OPTIONS
-from tasks.runtime import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime import (
+    RunRef,
+    anchored_scorer_version,
+    cases_by_split,
+    run_config,
+    run_suite,
+    store_for,
+)
 
 GATE_OFF = "growing_harness_off"
 SEED_GATE = "seed"
@@ -95,6 +111,7 @@ def _gate(ref: RunRef, where: str, round_index: int, state: GrowState, final: bo
     row = decision_row(ref, where, round_index, state.current.artifact_id, GATE, state.accepted.state.artifact_id,
                        result.outcome)
     store_for(ref.store_uri).write_part("gate_decisions", ref.run_id, "validate", _decision_key(where), [row])
+    track_candidate(ref, row, None)
 
 
 def committed(state: GrowState, decisions: list[GateDecisionRow]) -> GrowState:
@@ -180,6 +197,8 @@ def register_final(ref: RunRef, last_step: int) -> str:
                           stage="stable", alias=CHAMPION, decision_id=decision_id, select_score=score,
                           holdout_score=holdout_score(ref, candidate), event_at=datetime.now(timezone.utc))
         store.write_part("registry", ref.run_id, "register", FINAL, [row])
+        decision = next(d for d in store.read_rows("gate_decisions", ref.run_id) if d.decision_id == decision_id)
+        track_candidate(ref, decision, row)
     return store.read_part("registry", ref.run_id, "register", FINAL)[0].candidate_id
 
 

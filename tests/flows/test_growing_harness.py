@@ -4,11 +4,13 @@ gated run whose first patches are rolled back, a resumed copy of it, and a gate-
 import json
 
 import pytest
+from mlflow import MlflowClient
 
 from flows.growing_harness import growing_harness
 from schemas.configs import RunConfig
 from storage.catalog import sql
 from storage.store import open_store
+from storage.tracking import default_tracking_uri
 
 pytestmark = [pytest.mark.integration]
 
@@ -37,7 +39,8 @@ def states(store, run_id: str, stage: str) -> dict[int, dict]:
 @pytest.fixture(scope="module")
 def runs(prefect_server, tmp_path_factory):
     root = tmp_path_factory.mktemp("growing_harness")
-    gated = growing_harness(config=small_config(), store_uri=str(root / "a"), run_id="grow-a")
+    gated = growing_harness(config=small_config().model_copy(update={"tracking": True}), store_uri=str(root / "a"),
+                            run_id="grow-a")
     off = growing_harness(config=small_config(gate_every=0).model_copy(update={"budget": 2}),
                           store_uri=str(root / "off"), run_id="grow-off")
     return root, gated, off
@@ -145,3 +148,18 @@ def test_with_the_gate_off_every_kept_patch_is_accepted_unvalidated(runs):
     assert kept and summary["candidate_id"] == max(kept, key=lambda d: d.round).distillate_id
     assert not [e for e in store.read_rows("executions", "grow-off") if e.split == "select" and
                 e.candidate_id == summary["candidate_id"]]
+
+
+def test_each_validated_harness_is_logged_to_mlflow_once_with_its_decision(runs):
+    root, _, _ = runs
+    store = open_store(str(root / "a"))
+    client = MlflowClient(default_tracking_uri(store))
+    experiment = client.get_experiment_by_name("ratchet/growing_harness").experiment_id
+    logged = client.search_runs(experiment, filter_string="tags.`ratchet.of_run_id` = 'grow-a'")
+    by_candidate = {r.data.tags["ratchet.candidate_id"]: r for r in logged}
+    assert len(by_candidate) == len(logged)  # one nested run per candidate, however often it is logged
+    validated = [d for d in store.read_rows("gate_decisions", "grow-a") if d.gate == GATE]
+    assert {d.candidate_id for d in validated} <= set(by_candidate)
+    (registered,) = store.read_rows("registry", "grow-a")
+    metrics = by_candidate[registered.candidate_id].data.metrics
+    assert metrics["holdout_success"] == pytest.approx(registered.holdout_score)
