@@ -19,6 +19,9 @@ from schemas.post_training import (
 
 ArtifactKind = Literal["program", "rules", "skills", "prompt", "config", "weights", "scheduler"]
 ProposerKind = Literal["mutate", "llm", "optuna"]
+HARNESS_LOOPS = ("self_healing", "growing_harness", "medrsi", "designer_rsi")
+"""Loops whose candidates are toolsim harness edits: offline their `mutate` proposer is the
+rule proposer (`tasks.proposers.rules`), which derives rules and skills from traces."""
 MUTATION_OPERATORS = ("constant", "operator", "compare", "statement", "swap_lines", "crossover")
 
 
@@ -122,7 +125,7 @@ class RunConfig(Config):
             )
         if self.loop == "paired_rollouts" and self.grpo.reward != "outcome":
             raise ValueError("paired_rollouts injects noise into the binary outcome; set grpo.reward='outcome'")
-        if self.loop == "growing_harness" and self.proposer == "optuna":
-            raise ValueError("proposer='optuna' tunes configs, but growing_harness patches a harness; use "
+        if self.loop in HARNESS_LOOPS and self.proposer == "optuna":
+            raise ValueError(f"proposer='optuna' tunes configs, but {self.loop} edits a harness; use "
                              "proposer='mutate' (the rule proposer) or 'llm' (a chat endpoint)")
         return self

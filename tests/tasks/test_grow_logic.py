@@ -128,10 +128,3 @@ def test_bad_grow_config_names_the_field():
         GrowConfig(gate_every=-1)
     with pytest.raises(ValidationError, match="window_size"):
         GrowConfig(window_size=0)
-
-
-def test_optuna_is_refused_as_the_growing_harness_proposer():
-    from schemas.configs import RunConfig
-
-    with pytest.raises(ValidationError, match="proposer='optuna'"):
-        RunConfig(loop="growing_harness", suite="toolsim", budget=1, proposer="optuna")

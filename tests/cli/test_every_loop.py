@@ -1,0 +1,55 @@
+"""Every loop runs from `ratchet run` at a tiny budget (parameters through `--set` and
+`--param`), registers a champion with a holdout score, and answers in `ratchet sql`.
+evolve and aide2 have their own CLI tests (test_commands, test_resume, the demo)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+runner = CliRunner()
+
+TOOLSIM = ["--budget", "1", "--param", "instances_per_template=5"]
+TINY_GRPO = ["--budget", "2", "--param", "n_per_category=40", "--set", "grpo.pretrain_steps=10",
+             "--set", "grpo.prompts_per_step=2", "--set", "grpo.group_size=2", "--set", "grpo.max_new_tokens=12"]
+LOOP_ARGS = {
+    "self_healing": TOOLSIM,
+    "growing_harness": TOOLSIM,
+    "medrsi": [*TOOLSIM, "--set", "medrsi.trial_batches=1", "--set", "medrsi.batch_size=4"],
+    "designer_rsi": [*TOOLSIM, "--set", "designer.traffic_batch=4"],
+    "grpo": TINY_GRPO,
+    "paired_rollouts": [*TINY_GRPO, "--set", "paired_rollouts.probe_every=2"],
+    "harness_bandit": [*TINY_GRPO, "--set", "harness_bandit.harnesses=[add, rev]"],
+    "ppo_pact": ["--budget", "2", "--param", "n_per_category=40", "--set", "ppo_pact.pretrain_steps=10",
+                 "--set", "ppo_pact.prompts_per_step=2", "--set", "ppo_pact.group_size=2",
+                 "--set", "ppo_pact.max_new_tokens=12"],
+    "opd": ["--budget", "2", "--param", "n_per_category=40", "--set", "opd.teacher_steps=10",
+            "--set", "opd.pretrain_steps=10", "--set", "opd.prompts_per_step=2", "--set", "opd.rollouts=2",
+            "--set", "opd.max_new_tokens=12", "--set", "opd.method=cal_opd"],
+}
+
+
+@pytest.fixture(scope="module")
+def store(prefect_server, tmp_path_factory):
+    return str(tmp_path_factory.mktemp("every_loop") / "store")
+
+
+def test_the_table_covers_every_loop_without_its_own_cli_test():
+    from flows import LOOPS
+
+    assert set(LOOPS) - {"evolve", "aide2"} == set(LOOP_ARGS)
+
+
+@pytest.mark.parametrize("loop", sorted(LOOP_ARGS))
+def test_loop_runs_from_the_cli_and_registers_a_champion(store, loop):
+    result = runner.invoke(app, ["run", loop, "--store", store, "--no-tracking", *LOOP_ARGS[loop]])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    query = (f"SELECT r.run_id, max(g.holdout_score) AS holdout FROM runs r JOIN registry g USING (run_id) "
+             f"WHERE r.loop = '{loop}' AND g.holdout_score IS NOT NULL GROUP BY r.run_id")
+    answer = runner.invoke(app, ["sql", query, "--store", store, "--format", "json"])
+    assert answer.exit_code == 0, answer.output
+    (row,) = json.loads(answer.output)
+    assert 0.0 <= row["holdout"] <= 1.0
