@@ -28,7 +28,7 @@ import argparse
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
 
@@ -153,8 +153,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="2 seeds, 2 steps, tiny warm start (smoke)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--store", default=None, help="store to run in (default: a new temporary folder)")
+    parser.add_argument("--steps", type=int, default=FULL.budget, help="optimizer steps per arm (full runs)")
     args = parser.parse_args(argv)
-    seeds, sizes = ([0, 1], QUICK) if args.quick else (list(range(args.seeds)), FULL)
+    full = replace(FULL, budget=args.steps)
+    seeds, sizes = ([0, 1], QUICK) if args.quick else (list(range(args.seeds)), full)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     store_uri = args.store or tempfile.mkdtemp(prefix="ratchet-grpo-findings-")
     from cli.env import prepare_environment
