@@ -20,6 +20,7 @@ from prefect import flow
 
 from schemas.configs import LoopSpec, RunConfig
 from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.runtime import RunRef
 from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy, train_chunk
 
 SPEC = LoopSpec(name="grpo", modifies="weights", paper="GRPO / Dr. GRPO / Phantom Advantages / GRPODropout")
@@ -29,6 +30,17 @@ def chunk_plan(budget: int, eval_every: int) -> list[tuple[int, int]]:
     """(first step, steps) of each training chunk: `eval_every` steps each, the last one
     shorter when the budget of optimizer steps is not a multiple."""
     return [(first, min(eval_every, budget - first)) for first in range(0, budget, eval_every)]
+
+
+def train_in_chunks(ref: RunRef, config: RunConfig, policy: str, train) -> str:
+    """Evaluate the policy, then train it chunk by chunk with the `train` stage (GRPO's or
+    a variant's: same signature), evaluating after each chunk; returns the last policy."""
+    evaluate_policy(ref, policy)
+    for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
+        with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
+            policy = train(ref, chunk, first_step, n_steps, policy)
+        evaluate_policy(ref, policy)
+    return policy
 
 
 def progress_total(config: RunConfig) -> int:
@@ -44,11 +56,6 @@ def grpo(config: RunConfig, store_uri: str, run_id: str | None = None, parent_ru
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
-        policy = init_policy(ref)
-        evaluate_policy(ref, policy)
-        for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
-            with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
-                policy = train_chunk(ref, chunk, first_step, n_steps, policy)
-            evaluate_policy(ref, policy)
+        policy = train_in_chunks(ref, config, init_policy(ref), train_chunk)
         register_policy(ref, policy)
     return policy_summary(ref)

@@ -17,14 +17,13 @@ tiny policy) instead of an agent scaffold, and no harness is held out."""
 
 from __future__ import annotations
 
-import dask
 from prefect import flow
 
-from flows.grpo import chunk_plan
+from flows.grpo import train_in_chunks
 from schemas.configs import LoopSpec, RunConfig
 from tasks.harness import train_bandit_chunk
 from tasks.runs import new_run_id, recorded_run, start_run
-from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy
+from tasks.train import init_policy, policy_summary, register_policy
 
 SPEC = LoopSpec(name="harness_bandit", modifies="weights", paper="HarnessBandit")
 
@@ -51,11 +50,6 @@ def harness_bandit(config: RunConfig, store_uri: str, run_id: str | None = None,
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
-        policy = init_policy(ref)
-        evaluate_policy(ref, policy)
-        for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
-            with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
-                policy = train_bandit_chunk(ref, chunk, first_step, n_steps, policy)
-            evaluate_policy(ref, policy)
+        policy = train_in_chunks(ref, config, init_policy(ref), train_bandit_chunk)
         register_policy(ref, policy)
     return policy_summary(ref)

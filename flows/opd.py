@@ -24,6 +24,7 @@ from __future__ import annotations
 import dask
 from prefect import flow
 
+from flows.grpo import chunk_plan
 from schemas.configs import LoopSpec, RunConfig
 from tasks.distill_train import distill_chunk, evaluate_student, init_student, register_student, train_teacher_once
 from tasks.runs import new_run_id, recorded_run, start_run
@@ -31,11 +32,6 @@ from tasks.train import policy_summary
 
 SPEC = LoopSpec(name="opd", modifies="weights",
                 paper="OPD / DF-OPD / DIAL-OPD / Cal-OPD / Attract-Repel / GVPO++ / STRIDE / CLOOPD")
-
-
-def chunk_plan(budget: int, eval_every: int) -> list[tuple[int, int]]:
-    """(first step, steps) of each distillation chunk; the last one shorter when needed."""
-    return [(first, min(eval_every, budget - first)) for first in range(0, budget, eval_every)]
 
 
 def progress_total(config: RunConfig) -> int:

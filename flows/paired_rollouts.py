@@ -18,14 +18,13 @@ across seeds, and the probe runs on training batches rather than 8 checkpoints."
 
 from __future__ import annotations
 
-import dask
 from prefect import flow
 
-from flows.grpo import chunk_plan
+from flows.grpo import train_in_chunks
 from schemas.configs import LoopSpec, RunConfig
 from tasks.paired import train_paired_chunk
 from tasks.runs import new_run_id, recorded_run, start_run
-from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy
+from tasks.train import init_policy, policy_summary, register_policy
 
 SPEC = LoopSpec(name="paired_rollouts", modifies="weights", paper="Luck Is Not Skill")
 
@@ -44,11 +43,6 @@ def paired_rollouts(config: RunConfig, store_uri: str, run_id: str | None = None
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
-        policy = init_policy(ref)
-        evaluate_policy(ref, policy)
-        for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
-            with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
-                policy = train_paired_chunk(ref, chunk, first_step, n_steps, policy)
-            evaluate_policy(ref, policy)
+        policy = train_in_chunks(ref, config, init_policy(ref), train_paired_chunk)
         register_policy(ref, policy)
     return policy_summary(ref)
