@@ -32,12 +32,11 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from suites.toolsim.harness import HarnessError, parse_harness
 from tasks.gate.paired_replay import ReplayCase
 from tasks.heal_logic import GATED_METRICS
 from tasks.proposers.rule_evidence import Evidence, Trace, error_of, failure_point, via_of
 from tasks.proposers.rule_operators import Candidate
-from tasks.proposers.rules import RuleProposal, RuleProposer, apply_candidate, edit_key
+from tasks.proposers.rules import RuleProposal, RuleProposer, edit_key, pick_edit
 
 EXPAND, DEEPEN = "expand", "deepen"
 POOL_KIND = {EXPAND: "gap", DEEPEN: "failing_item"}
@@ -142,18 +141,8 @@ def choose_design(
     for record in records:
         pool = [c for c in pool_candidates(record, evidence_for[record.signature], document)
                 if edit_key(c) not in rejected_keys]
-        while pool:
-            best = (pool[0].support, pool[0].strength)
-            tied = [c for c in pool if (c.support, c.strength) == best]
-            choice = tied[rng.randrange(len(tied))]
-            edited, target = apply_candidate(document, choice)
-            try:
-                parse_harness(edited)
-            except HarnessError:
-                pool.remove(choice)
-                continue
-            proposal = RuleProposal(edited, choice.triggers, choice.rationale, choice.operator, edit_key(choice),
-                                    target, choice.support)
+        proposal = pick_edit(document, pool, rng)
+        if proposal is not None:
             return Design(record, proposal)
     return None
 

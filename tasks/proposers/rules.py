@@ -30,7 +30,7 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from suites.toolsim.harness import HarnessError, parse_harness
 from tasks.proposers.base import ProposerError
@@ -113,6 +113,25 @@ def apply_candidate(document: Mapping[str, Any], candidate: Candidate) -> tuple[
     return edited, item["name"]
 
 
+def pick_edit(document: Mapping[str, Any], ranked: Sequence[Candidate], rng: random.Random) -> RuleProposal | None:
+    """The best-ranked edit (ties broken by ``rng``) whose edited harness parses, as a
+    proposal; None when none does. ``ranked`` is in the proposer's order."""
+    pool = list(ranked)
+    while pool:
+        best = (pool[0].support, pool[0].strength)
+        tied = [c for c in pool if (c.support, c.strength) == best]
+        choice = tied[rng.randrange(len(tied))]
+        edited, target = apply_candidate(document, choice)
+        try:
+            parse_harness(edited)
+        except HarnessError:
+            pool.remove(choice)
+            continue
+        return RuleProposal(edited, choice.triggers, choice.rationale, choice.operator, edit_key(choice),
+                            target, choice.support)
+    return None
+
+
 class RuleProposer:
     """Derives rule and skill edits from trace evidence; needs nothing external."""
 
@@ -133,18 +152,9 @@ class RuleProposer:
         rejected = {trial.proposal.key for trial in evidence.rejected}
         document = normalised(harness)
         pool = [c for c in self.candidates(evidence, document) if edit_key(c) not in rejected]
-        while pool:
-            best = (pool[0].support, pool[0].strength)
-            tied = [c for c in pool if (c.support, c.strength) == best]
-            choice = tied[rng.randrange(len(tied))]
-            edited, target = apply_candidate(document, choice)
-            try:
-                parse_harness(edited)
-            except HarnessError:
-                pool.remove(choice)
-                continue
-            return RuleProposal(edited, choice.triggers, choice.rationale, choice.operator, edit_key(choice),
-                                target, choice.support)
+        proposal = pick_edit(document, pool, rng)
+        if proposal is not None:
+            return proposal
         raise NoRuleEvidence(
             f"no edit left to propose from {len(evidence.failures)} failures "
             f"({len(rejected)} rejected edits excluded)"

@@ -2,8 +2,6 @@
 tiny suite): every mode runs the real flow, the counts agree with the store, and the
 report prints its tables."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,16 +9,6 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "admission_designer.py"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("benchmark_admission_designer", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 def test_quick_run_reports_counts_and_paired_rows(bench, prefect_server, tmp_path):

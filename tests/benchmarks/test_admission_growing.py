@@ -2,8 +2,6 @@
 toolsim instances per template): every arm runs the real flow, the SQL rollback and
 validation counts agree with the stored decisions, and the report prints its tables."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,16 +11,6 @@ from storage.store import open_store
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "admission_growing.py"
 
 pytestmark = [pytest.mark.integration]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("benchmark_admission_growing", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,6 @@
 """Smoke test of benchmarks/admission_medrsi.py at its --quick size (1 seed, 2 rounds):
 both arms run the real flow, the funnel obeys each arm's rule, and the report prints."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,16 +8,6 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "admission_medrsi.py"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("benchmark_admission_medrsi", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 def test_quick_run_reports_the_funnel_and_the_paired_rows(bench, prefect_server, tmp_path):

@@ -2,24 +2,12 @@
 the real flows on one store, the arms of a seed share one warm start, and the paired
 table has a row per (finding, metric) with values read back from the store."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "findings_grpo.py"
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("benchmark_findings_grpo", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 def test_quick_findings_run_every_arm_and_print_every_row(bench, prefect_server, tmp_path, capsys):

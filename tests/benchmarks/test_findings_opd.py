@@ -2,24 +2,12 @@
 opd flow, the report has one row per arm and per paired finding, and every accuracy it
 reads back from the store is a share in [0, 1]."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "findings_opd.py"
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("findings_opd", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 def test_quick_report_covers_every_arm_and_finding(bench, prefect_server, tmp_path, capsys):

@@ -2,24 +2,12 @@
 real paired_rollouts or harness_bandit flow, the report has every paired finding and a
 per-scheduler row, and the accuracies it reads back from the store are shares in [0, 1]."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "findings_rollouts.py"
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("findings_rollouts", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 def test_quick_report_covers_every_finding_and_scheduler(bench, prefect_server, tmp_path, capsys):

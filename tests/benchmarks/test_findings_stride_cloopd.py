@@ -2,9 +2,7 @@
 opd flow: every arm runs and reads back finite figures, and the report prints a paired
 row for every comparison."""
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,16 +10,6 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "findings_stride_cloopd.py"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("findings_stride_cloopd", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 def test_quick_run_reads_every_arm_back_and_reports_paired_rows(bench, prefect_server, tmp_path):
