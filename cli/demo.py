@@ -46,6 +46,25 @@ def holdout_excess(store_uri: str, run_id: str):
     return sql(open_store(store_uri), HOLDOUT_EXCESS.format(run=run_id))
 
 
+IMPROVEMENT = """
+SELECT count(*) AS champions,
+       (SELECT count(*) FROM gate_decisions WHERE run_id = '{run}' AND decision = 'accept') AS accepted,
+       (SELECT count(*) FROM gate_decisions WHERE run_id = '{run}') AS gated
+FROM registry WHERE run_id = '{run}'
+"""
+
+
+def improvement_line(store_uri: str, run_id: str) -> str:
+    """In words: did any child beat the seed, and how often did the gate let one through."""
+    [row] = sql(open_store(store_uri), IMPROVEMENT.format(run=run_id)).to_pylist()
+    children = max(row["gated"] - 1, 0)
+    if row["champions"] <= 1:
+        return (f"no child beat the seed: the gate rejected all {children} children, so the champion is the seed "
+                "program (try a larger --budget)")
+    return (f"{row['champions'] - 1} of {children} children beat the champion of their time and were registered; "
+            "the last one is the champion")
+
+
 def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> None:
     sandbox = SandboxConfig(timeout_s=DEMO_TIMEOUT_S)
     circle = execute_run(console, store_uri, RunConfig(loop="evolve", suite="circle_packing", budget=budget, seed=0,
@@ -54,11 +73,15 @@ def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> 
                                                      sandbox=sandbox), None)
     label, best = PUBLISHED["circle_packing"]
     console.rule("Ratchet demo")
+    console.print("select = the cases the gate compares candidates on; holdout = cases never used for selection, "
+                  "scored only for registered champions (the honest estimate).")
     console.print(f"circle_packing champion: select {circle['select_score']:.6f}, holdout (n=32) "
                   f"{circle['holdout_score']:.6f}; {label}: {best} "
                   f"({100 * circle['select_score'] / best:.1f}% of it) after {circle['executions']} executions")
+    console.print("  " + improvement_line(store_uri, circle["run_id"]))
     console.print(f"bin_packing champion: mean excess {-bins['select_score']:.3f}% on select instances, "
                   f"{-bins['holdout_score']:.3f}% on holdout instances (lower is better)")
+    console.print("  " + improvement_line(store_uri, bins["run_id"]))
     render(console, holdout_excess(store_uri, bins["run_id"]), title="holdout excess % (mean bins / mean L1 - 1), "
                                                                        "seed = best fit")
     console.print(f"\nData: Parquet tables under {store_uri}/tables, blobs under {store_uri}/blobs")

@@ -6,143 +6,170 @@ environment is prepared, so `--help` is instant."""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Optional
 
 import typer
 from rich.console import Console
 
 from cli.env import prepare_environment, resolve_store
+from cli.errors import DEBUG, UsageError, friendly
+from schemas.loops import LOOP_SPECS
 
-DEFAULT_SUITE = {
-    "evolve": "circle_packing", "aide2": "circle_packing+bin_packing",
-    "self_healing": "toolsim", "growing_harness": "toolsim", "medrsi": "toolsim", "designer_rsi": "toolsim",
-    "grpo": "arith", "ppo_pact": "arith", "opd": "arith", "paired_rollouts": "arith", "harness_bandit": "arith",
-}
-LOOPS = tuple(DEFAULT_SUITE)
+LOOPS = tuple(LOOP_SPECS)
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
 
 app = typer.Typer(
     help=(
         "Ratchet runs gated self-improvement loops (sample -> execute -> score -> distill -> gate -> register) "
         "as Prefect flows and stores every candidate, case, score and gate decision as Parquet you can query "
-        "in SQL.\n\nStart with:  ratchet run evolve --suite circle_packing --budget 64   then   ratchet runs"
+        "in SQL.\n\nStart with:  ratchet loops   then   ratchet run evolve --budget 64   then   ratchet runs"
     ),
     no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,
 )
 console = Console()
+
+
+def command(*args, **kwargs):
+    """`app.command` whose errors are one line and an exit code (cli.errors)."""
+    def register(function):
+        return app.command(*args, **kwargs)(friendly(function))
+    return register
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error.")) -> None:
+    if debug:
+        DEBUG["on"] = True
+
 
 StoreOption = typer.Option(None, "--store", help="Store URI: a folder or s3://bucket/prefix (env RATCHET_STORE; default ./.ratchet).")
 
 
-def _store(uri: Optional[str]) -> str:
-    store_uri = resolve_store(uri)
+def _store(uri: Optional[str], must_exist: bool = False) -> str:
+    try:
+        store_uri = resolve_store(uri, must_exist=must_exist)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     prepare_environment(store_uri)
     return store_uri
 
 
-@app.command()
+@command()
 def run(
-    loop: str = typer.Argument(..., help=f"The loop (a paper's method): {', '.join(LOOPS)}."),
-    suite: Optional[str] = typer.Option(None, help="Suite the loop improves on (evolve: circle_packing | bin_packing)."),
-    budget: int = typer.Option(32, min=1, help=("evolve: child programs; aide2: outer nodes (agents); grpo, ppo_pact, opd, paired_rollouts, "
-                                           "harness_bandit: optimizer steps; self_healing, medrsi, designer_rsi: "
-                                           "rounds; growing_harness: repair steps.")),
+    loop: str = typer.Argument(..., help=f"The loop (a paper's method): {', '.join(LOOPS)}. See `ratchet loops`."),
+    suite: Optional[str] = typer.Option(None, help="Suite the loop improves on (default: the loop's own; see `ratchet loops`)."),
+    budget: Optional[int] = typer.Option(None, min=1, help="How much work the run may do, in the loop's unit (evolve: child "
+                                         "programs, grpo: optimizer steps, ...); default: the loop's own. See `ratchet loops`."),
     seed: int = typer.Option(0, help="Seed of every random choice; same loop, suite, budget and seed = same run."),
     store: Optional[str] = StoreOption,
     workers: int = typer.Option(2, min=1, help="Candidates evaluated at once, each in its own sandbox process."),
     dask: Optional[str] = typer.Option(None, help="Dask scheduler address (tcp://host:8786): evaluate candidates on that cluster."),
-    proposer: str = typer.Option("mutate", help="mutate (AST mutation/crossover, offline) or llm (RATCHET_LLM_BASE_URL)."),
+    proposer: str = typer.Option("mutate", help="mutate (AST mutation/crossover or the rule proposer, offline) or llm "
+                                 "(an OpenAI-compatible endpoint from RATCHET_LLM_BASE_URL)."),
     inner_budget: int = typer.Option(16, min=1, help="aide2: evolve's budget per selection suite per node."),
     param: list[str] = typer.Option([], "--param", help="Suite parameter KEY=VALUE, e.g. --param n=26 (repeatable)."),
-    timeout: float = typer.Option(10.0, help="Sandbox wall-clock limit per case, seconds."),
+    timeout: Optional[float] = typer.Option(None, min=0.001, help="Sandbox limit per case, seconds (default 10; "
+                                            "same as --set sandbox.timeout_s=SECONDS)."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log candidates to MLflow."),
     setting: list[str] = typer.Option([], "--set", help=(
         "Loop parameter SECTION.FIELD=VALUE (repeatable), e.g. --set opd.method=dial, --set grpo.lr=3e-5, "
-        "--set heal.accept_all=true, --set grpo.categories=[add,sub]. Sections: evolve, grpo, opd, ppo_pact, "
-        "paired_rollouts, harness_bandit, heal, grow, medrsi, designer, sandbox.")),
+        "--set heal.accept_all=true, --set grpo.categories=\\[add,sub]. Sections: evolve, grpo, opd, ppo_pact, "
+        "paired_rollouts, harness_bandit, heal, grow, medrsi, designer, sandbox; a wrong field lists the valid ones.")),
 ) -> None:
-    """Start a loop run and print its champion."""
+    """Start a loop run and print its champion. Every input is checked before any work;
+    Ctrl-C stops the run and prints the `ratchet resume RUN_ID` that finishes it."""
     store_uri = _store(store)
     from cli.running import execute_run, make_config
 
-    config = make_config(loop, suite or DEFAULT_SUITE.get(loop, ""), budget, seed, workers, dask, proposer,
+    config = make_config(loop, suite, budget, seed, workers, dask, proposer,
                          inner_budget, param, timeout, not no_tracking, setting)
     execute_run(console, store_uri, config, run_id=None)
 
 
-@app.command()
+@command()
 def resume(run_id: str = typer.Argument(..., help="The run to finish (see `ratchet runs`)."), store: Optional[str] = StoreOption) -> None:
-    """Finish a crashed or killed run: completed stages are skipped, the rest re-run with the same seeds."""
-    store_uri = _store(store)
-    from cli.running import execute_run
-    from tasks.runs import stored_config
+    """Finish a crashed, failed, interrupted or damaged run: completed stages are skipped,
+    the rest re-run with the same seeds. A finished run is left as it is."""
+    store_uri = _store(store, must_exist=True)
+    from cli.running import execute_run, resumable_config
 
-    execute_run(console, store_uri, stored_config(store_uri, run_id), run_id=run_id)
+    config = resumable_config(console, store_uri, run_id)
+    if config is not None:
+        execute_run(console, store_uri, config, run_id=run_id)
 
 
-@app.command()
+@command()
 def runs(store: Optional[str] = StoreOption) -> None:
     """List runs with their latest status."""
-    store_uri = _store(store)
+    store_uri = _store(store, must_exist=True)
     from cli.views import print_query
 
     print_query(console, store_uri, "SELECT run_id, loop, suite, status, started_at, finished_at "
                                     "FROM runs_current ORDER BY started_at")
 
 
-@app.command()
+@command()
 def show(run_id: str, store: Optional[str] = StoreOption) -> None:
     """Show one run: status, champion (select vs holdout), candidates and gate decisions."""
-    store_uri = _store(store)
+    store_uri = _store(store, must_exist=True)
     from cli.views import show_run
 
     show_run(console, store_uri, run_id)
 
 
-@app.command()
+@command()
 def sql(
     query: str = typer.Argument(..., help="DuckDB SQL over the tables, e.g. \"SELECT decision, count(*) FROM gate_decisions GROUP BY 1\"."),
     store: Optional[str] = StoreOption,
-    format: str = typer.Option("table", help="table | csv | json"),
+    format: OutputFormat = typer.Option(OutputFormat.table, help="How to print the result."),
 ) -> None:
     """Query every table (runs, candidates, cases, executions, scores, steps, distillates,
     gate_decisions, registry, train_steps, nodes) in SQL."""
-    store_uri = _store(store)
+    store_uri = _store(store, must_exist=True)
     from cli.views import print_query
 
-    print_query(console, store_uri, query, format)
+    print_query(console, store_uri, query, format.value)
 
 
-@app.command()
+@command()
 def catalog(
     out: Optional[str] = typer.Option(None, help="Where to write the DuckDB file (default <store>/catalog.duckdb)."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Write catalog.duckdb: views over the store that any DuckDB client can open."""
-    store_uri = _store(store)
+    store_uri = _store(store, must_exist=True)
     from cli.views import write_catalog_file
 
     console.print(f"catalog written: {write_catalog_file(store_uri, out)}")
 
 
-@app.command()
+@command()
 def compact(run_id: str, store: Optional[str] = StoreOption) -> None:
     """Merge a finished run's small Parquet parts into one part per table."""
-    store_uri = _store(store)
+    store_uri = _store(store, must_exist=True)
     from cli.views import compact_run
 
     compact_run(console, store_uri, run_id)
 
 
-@app.command()
+@command()
 def report(
     run_id: str,
     out: Optional[str] = typer.Option(None, help="PNG path (default <store>/reports/RUN_ID.png)."),
     store: Optional[str] = StoreOption,
 ) -> None:
-    """Plot a run: every candidate's select score by round with the champion's staircase,
-    and each champion's select vs holdout score."""
-    store_uri = _store(store)
+    """Plot a run as a PNG: program search shows scores by round with the champion's
+    staircase, harness loops success per round and accepted vs rejected edits, training
+    loops loss and select accuracy per chunk against the warm start."""
+    store_uri = _store(store, must_exist=True)
     from pathlib import Path
 
     from cli.report import write_report
@@ -150,7 +177,22 @@ def report(
     console.print(f"report written: {write_report(store_uri, run_id, Path(out) if out else None)}")
 
 
-@app.command()
+@command()
+def check(
+    run_id: Optional[str] = typer.Argument(None, help="Check only this run's parts (default: every run)."),
+    quarantine: bool = typer.Option(False, "--quarantine", help="Move each unreadable part aside (under <store>/quarantine) "
+                                    "so queries work again; `ratchet resume RUN_ID` then re-derives it."),
+    store: Optional[str] = StoreOption,
+) -> None:
+    """Read every Parquet part of the store (or of one run) and name each unreadable one
+    with its table, run and stage."""
+    store_uri = _store(store, must_exist=True)
+    from cli.check import run_check
+
+    run_check(console, store_uri, run_id, quarantine)
+
+
+@command()
 def demo(
     store: Optional[str] = StoreOption,
     budget: int = typer.Option(300, help="Child programs evolve evaluates on circle_packing."),
@@ -162,6 +204,22 @@ def demo(
     from cli.demo import run_demo
 
     run_demo(console, store_uri, budget, bin_budget)
+
+
+@command()
+def loops() -> None:
+    """One line per loop: its paper, what it modifies, its suites, what --budget counts."""
+    from cli.catalogs import print_loops
+
+    print_loops(console)
+
+
+@command()
+def suites() -> None:
+    """One line per suite: cases per split, what a candidate is, what it is measured against."""
+    from cli.catalogs import print_suites
+
+    print_suites(console)
 
 
 def main() -> None:

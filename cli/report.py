@@ -1,66 +1,127 @@
-"""`ratchet report RUN_ID`: a picture of a run's progress — every candidate's select
-score by round, the champion's staircase, and the champions' holdout scores."""
+"""`ratchet report RUN_ID`: one PNG of a run's progress, drawn for the run's loop family
+(`schemas.loops`, decided by the run's `loop` column):
+
+- program search (evolve): every candidate's select score by round with the champion's
+  staircase and the suite's published reference where one exists; candidates that timed
+  out, crashed or returned an invalid output are counted in a strip of their own (never
+  drawn as a score of 0); champions' select vs holdout score by version.
+- aide2: the node tree's hidden vs public composite per node and the best so far.
+- harness loops: each gated edit's success on the gate's cases next to the champion's,
+  per round; accepted vs rejected edits per round; champions' select vs holdout.
+- training loops: loss per optimizer step; select accuracy per evaluated checkpoint with
+  the warm start as a horizontal line and the registered policy's holdout accuracy.
+
+`report_series(store_uri, run_id)` returns the data a picture is drawn from (tested
+against SQL); `write_report` draws and saves it. Queries bind the run id as a parameter."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Optional
 
-import matplotlib
+from cli import report_data as data
+from cli import report_series as series_of
+from storage.catalog import connect
+from storage.store import open_store
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from storage.catalog import sql  # noqa: E402
-from storage.store import open_store  # noqa: E402
-from suites import get_suite  # noqa: E402
-
-CANDIDATES = """
-SELECT c.round, c.candidate_id, avg(s.value) AS select_score, any_value(g.decision) AS decision
-FROM candidates c
-JOIN scores s ON s.run_id = c.run_id AND s.candidate_id = c.candidate_id
-JOIN gate_decisions g ON g.run_id = c.run_id AND g.candidate_id = c.candidate_id
-WHERE c.run_id = '{run}' AND s.split = 'select' AND s.metric = '{metric}'
-GROUP BY c.round, c.candidate_id ORDER BY c.round
-"""
-
-CHAMPIONS = "SELECT version, select_score, holdout_score FROM registry WHERE run_id = '{run}' ORDER BY version"
+HINT = "list runs with `ratchet runs`"
 
 
-def primary_metric(store, run_id: str) -> str:
-    """The metric the run's gate maximised: its suite's primary metric."""
-    rows = sql(store, f"SELECT suite FROM runs_current WHERE run_id = '{run_id}'").to_pylist()
-    if not rows:
-        raise SystemExit(f"no run {run_id!r} in the store; list runs with `ratchet runs`")
-    return get_suite(rows[0]["suite"]).primary_metric
+class NothingToPlot(SystemExit):
+    """The run exists but has no rows its picture is drawn from (yet)."""
+
+
+def published_reference(suite: str) -> Optional[tuple[str, float]]:
+    """The suite's published best (label, value), as the demo quotes it, where one exists."""
+    from cli.demo import PUBLISHED
+
+    return PUBLISHED.get(suite)
+
+
+def family_of(loop: str, has_nodes: bool, has_steps: bool) -> str:
+    """search | nodes | harness | training: the run loop's family (aide2's node tree is
+    drawn on its own); a loop this version does not know is judged by its rows."""
+    from schemas.loops import LOOP_SPECS
+
+    spec = LOOP_SPECS.get(loop)
+    family = spec.family if spec else None
+    if has_nodes and family in ("search", None):
+        return "nodes"
+    return family or ("training" if has_steps else "search")
+
+
+def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
+    """The run (its runs_current row), its family, metric and series; SystemExit with one
+    line when the run is unknown or has nothing to plot yet."""
+    con = connect(open_store(store_uri))
+    try:
+        run = data.run_row(con, run_id)
+        if run is None:
+            raise SystemExit(f"no run {run_id!r} in the store; {HINT}")
+        family = family_of(run["loop"], data.has_rows(con, "nodes", run_id), data.has_rows(con, "train_steps", run_id))
+        if family == "nodes":
+            metric, built = "composite", series_of.node_series(data.node_rows(con, run_id))
+            empty = None if built.nodes else "no AIDE² node has been gated"
+        else:
+            metric = data.primary_metric(con, run_id, run["suite"]) or "score"
+            built, empty = build(con, family, run_id, metric)
+    finally:
+        con.close()
+    if empty:
+        raise NothingToPlot(nothing_line(run, empty))
+    return {"run": run, "family": family, "metric": metric, "series": built}
+
+
+def build(con, family: str, run_id: str, metric: str):
+    """(series, None) or (series, why there is nothing to plot)."""
+    if family == "harness":
+        built = series_of.harness_series(data.harness_rows(con, run_id))
+        return built, None if built.decisions else "no gate decision recorded"
+    if family == "training":
+        built = series_of.training_series(data.training_rows(con, run_id, metric))
+        return built, None if built.loss or built.select else "no optimizer step or evaluation recorded"
+    built = series_of.search_series(data.search_rows(con, run_id, metric))
+    return built, None if built.points else "no candidate has been executed on the select cases"
+
+
+def nothing_line(run: dict[str, Any], why: str) -> str:
+    status = run["status"]
+    then = (f"finish it with `ratchet resume {run['run_id']}`" if status in ("failed", "running")
+            else f"inspect it with `ratchet show {run['run_id']}`")
+    error = f" (error: {run['error'].splitlines()[0][:120]})" if status == "failed" and run.get("error") else ""
+    return f"nothing to plot for run {run['run_id']!r} ({run['loop']}, {status}){error}: {why} yet; {then}"
+
+
+def draw(report: dict[str, Any]):
+    """(figure, caption) of a report_series result."""
+    from cli.report_captions import caption
+    from cli.report_draw import nodes_figure, search_figure
+    from cli.report_draw_loops import harness_figure, training_figure
+
+    family, built, metric, run = report["family"], report["series"], report["metric"], report["run"]
+    if family == "nodes":
+        figure = nodes_figure(built)
+    elif family == "harness":
+        figure = harness_figure(built, metric)
+    elif family == "training":
+        figure = training_figure(built, metric)
+    else:
+        figure = search_figure(built, metric, published_reference(run["suite"]))
+    return figure, caption(family, built, run)
+
+
+def default_path(store_uri: str, run_id: str) -> Path:
+    store = open_store(store_uri)
+    return Path(store_uri) / "reports" / f"{run_id}.png" if store.is_local else Path(f"{run_id}.png")
 
 
 def write_report(store_uri: str, run_id: str, out: Path | None) -> Path:
-    store = open_store(store_uri)
-    metric = primary_metric(store, run_id)
-    candidates = sql(store, CANDIDATES.format(run=run_id, metric=metric)).to_pylist()
-    champions = sql(store, CHAMPIONS.format(run=run_id)).to_pylist()
-    if not candidates:
-        raise SystemExit(f"no scored candidates for run {run_id!r}; list runs with `ratchet runs`")
-    figure, (search, holdout) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
-    for decision, colour in (("reject", "#bbbbbb"), ("accept", "#d62728")):
-        chosen = [c for c in candidates if c["decision"] == decision]
-        search.scatter([c["round"] for c in chosen], [c["select_score"] for c in chosen], s=12, c=colour,
-                       label=f"{decision}ed ({len(chosen)})")
-    best, staircase = float("-inf"), []
-    for c in candidates:
-        if c["decision"] == "accept":
-            best = max(best, c["select_score"])
-        staircase.append((c["round"], best))
-    search.step([r for r, _ in staircase], [b for _, b in staircase], where="post", c="#d62728", lw=1)
-    search.set(xlabel="round", ylabel=f"select {metric}", title=f"{run_id}: candidates and champion")
-    search.legend(loc="lower right")
-    holdout.plot([c["version"] for c in champions], [c["select_score"] for c in champions], "o-", label="select")
-    holdout.plot([c["version"] for c in champions], [c["holdout_score"] for c in champions], "s--", label="holdout")
-    holdout.set(xlabel="champion version", ylabel=metric, title="champions: select vs holdout")
-    holdout.legend()
-    figure.tight_layout()
-    path = out or (Path(store_uri) / "reports" / f"{run_id}.png" if store.is_local else Path(f"{run_id}.png"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    """Draw the run's report and save it at `out` (default <store>/reports/RUN_ID.png for
+    a local store, ./RUN_ID.png for S3); returns the path."""
+    from cli.report_draw import finish
+
+    report = report_series(store_uri, run_id)
+    figure, caption = draw(report)
+    run = report["run"]
+    title = f"{run['run_id']}: {run['loop']} on {run['suite']} ({run['status']})"
+    return finish(figure, title, caption, out or default_path(store_uri, run_id))

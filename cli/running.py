@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import math
+from contextlib import contextmanager
 
 import yaml
 from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cli.errors import DEBUG, Interrupted, RunFailed, UsageError
 from schemas.configs import RunConfig, SandboxConfig
-from suites import get_suite
+from schemas.loops import check_suite, loop_spec
+from suites.data import ReferenceDataError
 from tasks.progress import set_reporter
 from tasks.runs import new_run_id
 
@@ -21,7 +25,7 @@ def parse_params(pairs: list[str]) -> dict[str, float | int | str]:
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise ValueError(f"--param {pair!r} must look like KEY=VALUE, e.g. --param n=26")
+            raise UsageError(f"--param {pair!r} must look like KEY=VALUE, e.g. --param n=26")
         for cast in (int, float, str):
             try:
                 params[key] = cast(raw)
@@ -37,6 +41,10 @@ def loop_sections() -> list[str]:
                   if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel))
 
 
+def section_fields(section: str) -> list[str]:
+    return list(RunConfig.model_fields[section].annotation.model_fields)
+
+
 def parse_settings(pairs: list[str]) -> dict[str, dict[str, object]]:
     """SECTION.FIELD=VALUE pairs -> {section: {field: value}}. Values are read as YAML, so
     `3`, `1e-4`, `true`, `dial` and `[add, sub]` mean what they look like; the config's
@@ -47,31 +55,67 @@ def parse_settings(pairs: list[str]) -> dict[str, dict[str, object]]:
         key, sep, raw = pair.partition("=")
         section, dot, name = key.partition(".")
         if not sep or not dot or not name:
-            raise ValueError(f"--set {pair!r} must look like SECTION.FIELD=VALUE, e.g. --set opd.method=dial")
+            raise UsageError(f"--set {pair!r} must look like SECTION.FIELD=VALUE, e.g. --set opd.method=dial")
         if section not in sections:
-            raise ValueError(f"--set {pair!r}: unknown section {section!r}; sections: {', '.join(sections)}")
-        settings.setdefault(section, {})[name] = yaml.safe_load(raw)
+            raise UsageError(f"--set {pair!r}: unknown section {section!r}; sections: {', '.join(sections)}")
+        if name not in section_fields(section):
+            raise UsageError(f"--set {pair!r}: section {section!r} has no field {name!r}; its fields: "
+                             f"{', '.join(section_fields(section))}")
+        try:
+            settings.setdefault(section, {})[name] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"--set {pair!r}: the value is not valid YAML ({exc.problem})") from None
     return settings
+
+
+def suite_names(config: RunConfig) -> tuple[str, ...]:
+    """The suites a run evaluates on (aide2: its selection suites)."""
+    return tuple(config.inner_suites) if config.loop == "aide2" else (config.suite,)
 
 
 def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, params, timeout, tracking,
                 settings: list[str] = ()) -> RunConfig:
-    from flows import LOOPS
-
-    if loop not in LOOPS:
-        raise ValueError(f"unknown loop {loop!r}; available loops: {', '.join(sorted(LOOPS))}")
-    suite_params, sections = parse_params(params), parse_settings(list(settings))
+    """The run's config from the command line, every part checked before any work: the
+    loop, the loop/suite pair, `--param`, `--set`, and the suite's reference data."""
+    spec = _spec(loop)
+    suite = suite or spec.default_suite
+    try:
+        check_suite(loop, suite)
+        suite_params = parse_params(params)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    sections = parse_settings(list(settings))
     if loop == "aide2" and suite_params:
-        raise ValueError("aide2 runs its selection suites with their default cases; drop --param")
-    if loop in ("evolve", "self_healing"):
-        get_suite(suite, **suite_params)
-    if loop in ("grpo", "ppo_pact") and suite != "arith":
-        raise ValueError(f"{loop} trains arith policies; use --suite arith (got {suite!r})")
-    return RunConfig(
-        loop=loop, suite=suite, budget=budget, seed=seed, workers=workers, dask_address=dask, proposer=proposer,
-        inner_budget=inner_budget, suite_params=suite_params, tracking=tracking,
-        sandbox=SandboxConfig(**{"timeout_s": timeout, **sections.pop("sandbox", {})}), **sections,
+        raise UsageError("aide2 runs its selection suites with their default cases; drop --param")
+    sandbox = {**({"timeout_s": timeout} if timeout is not None else {}), **sections.pop("sandbox", {})}
+    config = RunConfig(
+        loop=loop, suite=suite, budget=budget or spec.default_budget, seed=seed, workers=workers, dask_address=dask,
+        proposer=proposer, inner_budget=inner_budget, suite_params=suite_params, tracking=tracking,
+        sandbox=SandboxConfig(**sandbox), **sections,
     )
+    check_suites(config)
+    return config
+
+
+def _spec(loop: str):
+    try:
+        return loop_spec(loop)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_suites(config: RunConfig) -> None:
+    """Build each suite the run needs (its `--param`s checked) and verify its reference
+    data, so a bad parameter or a damaged install stops here, not minutes into a run."""
+    from tasks.runtime import make_suite
+
+    for name in suite_names(config):
+        try:
+            make_suite(config, name).check_data()
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"suite {name}: {exc}") from None
+        except ReferenceDataError as exc:
+            raise UsageError(str(exc)) from None
 
 
 class RichReporter:
@@ -86,13 +130,15 @@ class RichReporter:
 
 
 def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str | None) -> dict:
-    """Run (or resume) the loop's flow and print its summary."""
+    """Run (or resume) the loop's flow and print its summary. A failed run is one line
+    naming the run and its cause (its `failed` event holds the error); Ctrl-C prints the
+    command that finishes it."""
     from flows import LOOPS, PROGRESS
     from tasks.proposers import make_proposer
 
     ok, why = make_proposer(config.proposer, config.evolve).available()
     if not ok:
-        raise SystemExit(f"proposer {config.proposer!r} is unavailable: {why}")
+        raise UsageError(f"proposer {config.proposer!r} is unavailable: {why}")
     run_id = run_id or new_run_id(config.loop)
     console.print(f"[bold]{config.loop}[/] on {config.suite}  run_id={run_id}  store={store_uri}")
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -101,16 +147,73 @@ def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str
         task_id = progress.add_task("evaluations", total=PROGRESS[config.loop](config), status="")
         set_reporter(RichReporter(progress, task_id))
         try:
-            summary = LOOPS[config.loop](config=config, store_uri=store_uri, run_id=run_id)
+            with quiet_engine_errors():
+                summary = LOOPS[config.loop](config=config, store_uri=store_uri, run_id=run_id)
+        except KeyboardInterrupt:
+            raise Interrupted(_interrupted(store_uri, run_id)) from None
+        except Exception as exc:
+            raise RunFailed(f"run {run_id} failed: {type(exc).__name__}: {exc}\n  see `ratchet show {run_id}`; "
+                            f"once the cause is fixed, `ratchet resume {run_id}` continues it") from exc
         finally:
             set_reporter(None)
     for key, value in summary.items():
         console.print(f"  {key}: {_fmt(value)}")
+    from cli.views import timeout_warning
+
+    warning = timeout_warning(store_uri, run_id)
+    if warning:
+        console.print(f"[yellow]warning:[/] {warning}")
     console.print(f"Inspect it:  ratchet show {run_id}")
     return summary
+
+
+@contextmanager
+def quiet_engine_errors():
+    """Prefect logs a failed task's or flow's traceback; the CLI reports the failure in
+    one line itself (the run's `failed` event holds the error), so those logs are off
+    unless `ratchet --debug`."""
+    loggers = [logging.getLogger(name) for name in ("prefect.flow_runs", "prefect.task_runs", "prefect.flow_engine",
+                                                     "prefect.task_engine", "prefect.engine")]
+    levels = [logger.level for logger in loggers]
+    if not DEBUG["on"]:
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _interrupted(store_uri: str, run_id: str) -> str:
+    from storage.store import open_store
+
+    if open_store(store_uri).has_part("runs", run_id, "status", "running"):
+        return f"Run {run_id} stopped; finish it with:  ratchet resume {run_id}"
+    return f"Run {run_id} stopped before it started; nothing was recorded, start it again with `ratchet run`"
 
 
 def _fmt(value) -> str:
     if isinstance(value, float) and math.isfinite(value):
         return f"{value:.10g}"
     return str(value)
+
+
+def resumable_config(console: Console, store_uri: str, run_id: str) -> RunConfig | None:
+    """The config to resume ``run_id`` with, or None (after saying so) when the run has
+    finished and there is nothing to do. An unknown run is a usage error."""
+    from storage.store import check_name, open_store
+    from tasks.runs import stored_config
+
+    try:
+        events = open_store(store_uri).read_rows("runs", check_name("run id", run_id))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not events:
+        raise UsageError(f"no run {run_id!r} in store {store_uri}; list runs with `ratchet runs`")
+    latest = max(events, key=lambda r: (r.event_at, r.status != "running"))
+    if latest.status == "finished":
+        console.print(f"run {run_id} finished at {latest.finished_at:%Y-%m-%d %H:%M:%S} UTC; nothing to resume "
+                      f"(see `ratchet show {run_id}`)", soft_wrap=True)
+        return None
+    return stored_config(store_uri, run_id)

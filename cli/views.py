@@ -10,6 +10,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
+from storage.catalog import READ_ONLY, ReadOnlyError, connect
 from storage.catalog import sql as run_sql
 from storage.catalog import write_catalog
 from schemas.tables import TABLES
@@ -34,10 +35,12 @@ def _cell(value) -> str:
 
 
 def print_query(console: Console, store_uri: str, query: str, format: str = "table") -> None:
+    """`ratchet sql`: a read-only query over the store's views (storage.catalog.sql)."""
+    store = open_store(store_uri)
     try:
-        result = run_sql(open_store(store_uri), query)
-    except duckdb.Error as exc:  # the user's SQL: say what DuckDB said, no traceback
-        raise SystemExit(f"SQL error: {exc}\nTables: {', '.join(sorted(TABLES))} (see README, Tables)") from None
+        result = run_sql(store, query)
+    except (ReadOnlyError, duckdb.Error) as exc:  # the user's SQL: say what is wrong, no traceback
+        raise SystemExit(sql_error(store.root_uri, exc)) from None
     if format == "csv":
         import pyarrow.csv as pacsv
 
@@ -50,6 +53,33 @@ def print_query(console: Console, store_uri: str, query: str, format: str = "tab
         render(console, result)
     else:
         raise ValueError(f"--format {format!r} must be table, csv or json")
+
+
+def sql_error(root: str, exc: BaseException) -> str:
+    """The message for a refused or failed query: one line for a refused statement, a
+    file outside the store, or a damaged table; DuckDB's own words otherwise."""
+    first = str(exc).split("\n")[0].strip()
+    if isinstance(exc, ReadOnlyError):
+        return str(exc)
+    if isinstance(exc, duckdb.PermissionException):
+        reason = first.replace(" - file system operations are disabled by configuration", "")
+        return f"{READ_ONLY} and reads only files under the store ({root}): {reason}"
+    if "ratchet check" in first:  # a damaged table's view (storage.catalog.damaged_view_sql)
+        return f"SQL error: {first}"
+    message = f"SQL error: {exc}"
+    if _may_be_damage(root, exc):
+        message += ("\nA part of the store may be damaged: `ratchet check` names unreadable parts, "
+                    "`ratchet check --quarantine` moves them aside.")
+    return f"{message}\nTables: {', '.join(sorted(TABLES))} (see README, Tables)"
+
+
+def _may_be_damage(root: str, exc: BaseException) -> bool:
+    """Whether a failed query may have hit a damaged part: the error names a part file,
+    the Parquet reader, or is one DuckDB does not classify (thrift decoding errors)."""
+    text = str(exc)
+    return (f"{root}/tables/" in text or type(exc) is duckdb.Error
+            or isinstance(exc, (duckdb.IOException, duckdb.InternalException))
+            or any(word in text.lower() for word in ("parquet", "thrift", "tprotocol")))
 
 
 SHOW_QUERIES = {
@@ -66,15 +96,34 @@ SHOW_QUERIES = {
 
 
 def show_run(console: Console, store_uri: str, run_id: str) -> None:
+    """A run's status and summaries. A table that cannot be read (a damaged part) is
+    named and skipped; the others still show, and the command then fails."""
     store = open_store(store_uri)
     quoted = "'" + run_id.replace("'", "''") + "'"
-    status = run_sql(store, SHOW_QUERIES["status"].replace("$run", quoted))
-    if status.num_rows == 0:
-        raise SystemExit(f"no run {run_id!r} in store {store_uri}; list runs with `ratchet runs`")
-    for title, query in SHOW_QUERIES.items():
-        result = run_sql(store, query.replace("$run", quoted))
-        if result.num_rows:
-            render(console, result, title=title)
+    con = connect(store)
+    try:
+        failed = []
+        for title, query in SHOW_QUERIES.items():
+            try:
+                result = con.execute(query.replace("$run", quoted)).to_arrow_table()
+            except duckdb.Error as exc:
+                if title == "status":
+                    raise SystemExit(sql_error(store.root_uri, exc)) from None
+                console.print(f"{title}: cannot be read: {str(exc).splitlines()[0]}", markup=False, highlight=False)
+                failed.append(title)
+                continue
+            if title == "status" and result.num_rows == 0:
+                raise SystemExit(f"no run {run_id!r} in store {store_uri}; list runs with `ratchet runs`")
+            if result.num_rows:
+                render(console, result, title=title)
+    finally:
+        con.close()
+    if failed:
+        raise SystemExit(f"run {run_id}: {', '.join(failed)} could not be read; `ratchet check {run_id}` "
+                         "names the damaged parts")
+    warning = timeout_warning(store_uri, run_id)
+    if warning:
+        console.print(f"[yellow]warning:[/] {warning}")
 
 
 def write_catalog_file(store_uri: str, out: str | None) -> Path:
@@ -94,3 +143,26 @@ def compact_run(console: Console, store_uri: str, run_id: str) -> None:
                          "compact only finished runs, or resume it first")
     for table, (before, after) in store.compact(run_id).items():
         console.print(f"{table}: {before} parts -> {after}")
+
+
+TIMEOUT_SHARE = ("SELECT count(*) FILTER (WHERE status = 'timeout') AS timeouts, count(*) AS n "
+                 "FROM executions WHERE run_id = {run}")
+TIMEOUT_WARN_ABOVE = 0.10
+
+
+def timeout_warning(store_uri: str, run_id: str) -> str | None:
+    """A line to print when more than 10% of a run's executions timed out (the limit,
+    not the candidates, may be what the run measured), with what to raise. None when
+    fewer did, or when the executions cannot be read (`ratchet check` says why)."""
+    from tasks.runs import stored_config
+
+    try:
+        [row] = run_sql(open_store(store_uri), TIMEOUT_SHARE.format(run="'" + run_id.replace("'", "''") + "'")).to_pylist()
+    except duckdb.Error:
+        return None
+    if not row["n"] or row["timeouts"] / row["n"] <= TIMEOUT_WARN_ABOVE:
+        return None
+    sandbox = stored_config(store_uri, run_id).sandbox
+    return (f"{row['timeouts']} of {row['n']} executions ({100 * row['timeouts'] / row['n']:.0f}%) timed out at the "
+            f"sandbox's limit of {sandbox.timeout_s:g} s per case, so scores may measure the limit rather than the "
+            "candidates; raise it with --timeout SECONDS (or --set sandbox.timeout_s=SECONDS) and run again")

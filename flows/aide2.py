@@ -13,11 +13,11 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.evolve import evolve
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.outer import child_run_id, gate_agent, propose_agent
 from tasks.runs import new_run_id, recorded_run, start_run
 
-SPEC = LoopSpec(name="aide2", modifies="config", paper="AIDE²: recursive self-improvement of AI research agents")
+SPEC = LOOP_SPECS["aide2"]
 
 
 def inner_config(config: RunConfig, suite: str, agent) -> RunConfig:

@@ -26,13 +26,12 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.designer import design, distill_gaps, plant_library, serve
 from tasks.designer_gate import designer_summary, final_test, gate_skill, publish_skill, replay_skill
 from tasks.runs import new_run_id, recorded_run, start_run
 
-SPEC = LoopSpec(name="designer_rsi", modifies="skills",
-                paper="Designer-RSI: Evolving Procedural Memory from User Traffic for Agentic Graphic Design")
+SPEC = LOOP_SPECS["designer_rsi"]
 
 
 def progress_total(config: RunConfig) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.distill import distill
 from tasks.execute import execute
 from tasks.gate.stage import gate
@@ -27,7 +27,7 @@ from tasks.runs import champion_summary, new_run_id, recorded_run, start_run
 from tasks.sample import sample
 from tasks.score import score
 
-SPEC = LoopSpec(name="evolve", modifies="program", paper="AIDE² inner loop; FunSearch; OpenEvolve")
+SPEC = LOOP_SPECS["evolve"]
 
 
 def round_plan(budget: int, children_per_round: int) -> list[int]:

@@ -34,13 +34,12 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.grow import fill_window, repair, rerun, scaffold, settle_window
 from tasks.grow_gate import admit_scaffold, check_version, commit_state, final_check, grow_summary, register_final
 from tasks.runs import new_run_id, recorded_run, start_run
 
-SPEC = LoopSpec(name="growing_harness", modifies="rules",
-                paper="Grow the Harness, Not the Context: From Strategy-Free Scaffolds to Reusable Specialist Agents")
+SPEC = LOOP_SPECS["growing_harness"]
 
 
 def progress_total(config: RunConfig) -> int:

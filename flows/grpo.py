@@ -18,12 +18,12 @@ from __future__ import annotations
 import dask
 from prefect import flow
 
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.runs import new_run_id, recorded_run, start_run
 from tasks.runtime import RunRef
 from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy, train_chunk
 
-SPEC = LoopSpec(name="grpo", modifies="weights", paper="GRPO / Dr. GRPO / Phantom Advantages / GRPODropout")
+SPEC = LOOP_SPECS["grpo"]
 
 
 def chunk_plan(budget: int, eval_every: int) -> list[tuple[int, int]]:

@@ -20,12 +20,12 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.grpo import train_in_chunks
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.harness import train_bandit_chunk
 from tasks.runs import new_run_id, recorded_run, start_run
 from tasks.train import init_policy, policy_summary, register_policy
 
-SPEC = LoopSpec(name="harness_bandit", modifies="weights", paper="HarnessBandit")
+SPEC = LOOP_SPECS["harness_bandit"]
 
 
 def progress_total(config: RunConfig) -> int:

@@ -36,13 +36,12 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.medrsi import build, diagnose, discover, plant
 from tasks.medrsi_gate import admit, admit_seed, enrol, medrsi_summary, register_tools, trial, weigh
 from tasks.runs import new_run_id, recorded_run, start_run
 
-SPEC = LoopSpec(name="medrsi", modifies="rules",
-                paper="MedRSI: Recursive Self-Improvement for Medical Agents via Clinically Aligned Self-Evolution")
+SPEC = LOOP_SPECS["medrsi"]
 
 
 def progress_total(config: RunConfig) -> int:

@@ -25,13 +25,12 @@ import dask
 from prefect import flow
 
 from flows.grpo import chunk_plan
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.distill_train import distill_chunk, evaluate_student, init_student, register_student, train_teacher_once
 from tasks.runs import new_run_id, recorded_run, start_run
 from tasks.train import policy_summary
 
-SPEC = LoopSpec(name="opd", modifies="weights",
-                paper="OPD / DF-OPD / DIAL-OPD / Cal-OPD / Attract-Repel / GVPO++ / STRIDE / CLOOPD")
+SPEC = LOOP_SPECS["opd"]
 
 
 def progress_total(config: RunConfig) -> int:

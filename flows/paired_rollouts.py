@@ -21,12 +21,12 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.grpo import train_in_chunks
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.paired import train_paired_chunk
 from tasks.runs import new_run_id, recorded_run, start_run
 from tasks.train import init_policy, policy_summary, register_policy
 
-SPEC = LoopSpec(name="paired_rollouts", modifies="weights", paper="Luck Is Not Skill")
+SPEC = LOOP_SPECS["paired_rollouts"]
 
 
 def progress_total(config: RunConfig) -> int:

@@ -23,12 +23,12 @@ import dask
 from prefect import flow
 
 from flows.grpo import chunk_plan
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.critic_train import init_actor_critic, train_actor_critic
 from tasks.runs import new_run_id, recorded_run, start_run
 from tasks.train import evaluate_policy, policy_summary, register_policy
 
-SPEC = LoopSpec(name="ppo_pact", modifies="weights", paper="PACT: From Credit Assignment to Critic Alignment")
+SPEC = LOOP_SPECS["ppo_pact"]
 
 
 def progress_total(config: RunConfig) -> int:

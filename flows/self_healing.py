@@ -29,14 +29,13 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LoopSpec, RunConfig
+from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.heal import detect, heal, notice, plant
 from tasks.heal_gate import heal_summary, register_rule, replay, validate
 from tasks.heal_guard import guard_is_due, library_guard
 from tasks.runs import new_run_id, recorded_run, start_run
 
-SPEC = LoopSpec(name="self_healing", modifies="rules",
-                paper="Self-Healing Harness: Runtime Oversight of Agent Self-Modification")
+SPEC = LOOP_SPECS["self_healing"]
 
 
 def progress_total(config: RunConfig) -> int:

@@ -9,6 +9,9 @@ from pydantic import Field, model_validator
 
 from schemas.admission import DesignerConfig, GrowConfig, HealConfig, MedRSIConfig
 from schemas.frozen import Config
+from schemas.loops import HARNESS_LOOPS, LOOP_SPECS, ArtifactKind, LoopSpec, check_suite
+
+__all__ = ["ArtifactKind", "HARNESS_LOOPS", "LOOP_SPECS", "LoopSpec", "RunConfig", "SandboxConfig", "EvolveConfig"]
 from schemas.post_training import (
     DistillRunConfig,
     GRPOConfig,
@@ -17,41 +20,51 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 
-ArtifactKind = Literal["program", "rules", "skills", "prompt", "config", "weights", "scheduler"]
 ProposerKind = Literal["mutate", "llm", "optuna"]
-HARNESS_LOOPS = ("self_healing", "growing_harness", "medrsi", "designer_rsi")
-"""Loops whose candidates are toolsim harness edits: offline their `mutate` proposer is the
-rule proposer (`tasks.proposers.rules`), which derives rules and skills from traces."""
 MUTATION_OPERATORS = ("constant", "operator", "compare", "statement", "swap_lines", "crossover")
 
 
-class LoopSpec(Config):
-    """What a loop improves and which scorer anchors it. The anchor is fixed per run:
-    a gate refuses evidence scored by any other scorer version, so a candidate can never
-    change the ruler it is measured with."""
-
-    name: str
-    modifies: ArtifactKind
-    """The artifact kind the loop's candidates are."""
-    anchor: Literal["suite"] = "suite"
-    """Which scorer anchors the loop: the suite's own trusted scorer."""
-    paper: str
-    """The method's source, as named in shared/loops/."""
-
-
 class SandboxConfig(Config):
-    """Limits of the subprocess sandbox that runs untrusted candidate code."""
+    """Limits of the subprocess sandbox that runs untrusted candidate code.
+
+    Time limits measure the candidate, not the machine: a case is cut by the CPU time
+    the sandbox's processes used on it (`case_cpu_s`, measured by the parent), which a
+    busy machine does not inflate. The wall clock is only a looser backstop
+    (`case_wall_s` = wall_factor x the CPU limit) for candidates that sleep or block.
+    Loading the runner and the program in a fresh child (imports, module-level code)
+    has its own allowance, `load_limit_s`, charged to no case."""
 
     kind: Literal["subprocess", "inprocess"] = "subprocess"
     """`subprocess` for untrusted code; `inprocess` only for trusted code."""
     timeout_s: float = Field(10.0, gt=0)
-    """Wall-clock limit per case; the whole process group is killed past it."""
+    """Time limit per case: the CPU-time limit unless `cpu_limit_s` is set, and so the
+    base of the wall-clock backstop; past either, the whole sandbox is killed."""
+    cpu_limit_s: Optional[float] = Field(None, gt=0)
+    """CPU-time limit per case (user + system time of every process in the sandbox);
+    None: `timeout_s`."""
+    wall_factor: float = Field(5.0, ge=1.0)
+    """The wall-clock backstop of a case, and of loading, is this many times its CPU
+    limit; it catches candidates that sleep or block without using CPU."""
+    load_limit_s: float = Field(10.0, gt=0)
+    """CPU-time allowance, once per child, for loading the runner and the program
+    (imports such as numpy, module-level code), apart from every case's limit; its
+    wall backstop is `wall_factor` times it."""
     memory_mb: int = Field(1024, ge=64)
     """Address-space limit of the candidate process."""
     max_processes: int = Field(64, ge=1)
     """RLIMIT_NPROC inside the sandbox (stops fork bombs)."""
     max_output_bytes: int = Field(1_000_000, ge=1024)
     """Largest file (and captured stdout) the candidate may write."""
+
+    @property
+    def case_cpu_s(self) -> float:
+        """The CPU-time limit of one case."""
+        return self.timeout_s if self.cpu_limit_s is None else self.cpu_limit_s
+
+    @property
+    def case_wall_s(self) -> float:
+        """The wall-clock backstop of one case."""
+        return self.wall_factor * self.case_cpu_s
 
 
 class EvolveConfig(Config):
@@ -119,6 +132,7 @@ class RunConfig(Config):
 
     @model_validator(mode="after")
     def _check(self) -> "RunConfig":
+        check_suite(self.loop, self.suite)
         if self.dask_address is not None and not self.dask_address.startswith(("tcp://", "tls://", "inproc://")):
             raise ValueError(
                 f"dask_address {self.dask_address!r} must be a scheduler address like tcp://127.0.0.1:8786"

@@ -18,7 +18,7 @@ Split = Literal["train", "select", "holdout", "protected", "test"]
 ExecutionStatus = Literal["ok", "error", "timeout", "memory", "killed", "invalid"]
 Decision = Literal["accept", "reject", "trial", "rollback"]
 RegistryStage = Literal["experimental", "stable", "retired"]
-RunStatus = Literal["running", "finished", "failed"]
+RunStatus = Literal["running", "finished", "failed", "damaged"]
 
 
 class Row(BaseModel):

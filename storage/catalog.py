@@ -16,11 +16,30 @@ package (offline machines cannot download it), with a temporary secret built fro
 same environment the store uses. A database file cannot hold a temporary secret, so
 ``write_catalog`` also writes ``<name>.setup.sql`` next to the catalog: the LOAD and
 CREATE SECRET statements to run first, with a placeholder instead of the secret key.
+
+Read-only: ``connect`` creates the views first (they read the store's parts), then locks
+the connection down with DuckDB's own settings (``lock_down``): ``enable_external_access
+= false``, with ``allowed_directories`` = a local store's folder, or on S3
+``allowed_paths`` = exactly the parts the views name (httpfs resolves ``..`` in a URL
+after the access check, so an S3 prefix would not confine it); a private spill
+directory; no extension installing or loading; ``lock_configuration = true`` so no
+later ``SET`` undoes it. Files outside the store can be neither read nor written.
+``sql`` also refuses every statement but a query (``SELECT`` and friends, ``EXPLAIN`` of
+one), so nothing writes inside the store either (``COPY ... TO``, ``EXPORT``,
+``ATTACH``, ``CREATE``, ``SET``, ``INSTALL``/``LOAD``). ``write_catalog``'s file holds
+only the views: a plain DuckDB client opens it with its own settings.
+
+Damaged parts: each table's view is created on its own. When a table's parts cannot be
+bound (a truncated or corrupted part), its view still has the table's columns but fails
+when queried, with an error naming the part and ``ratchet check --quarantine``; every
+other view keeps working.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -57,22 +76,106 @@ def httpfs_path() -> Path:
     return package / "extensions" / f"v{duckdb.__version__}" / "httpfs.duckdb_extension"
 
 
-def connect(store: TableStore) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with a view per table and the current-state views."""
+def connect(store: TableStore, *, locked: bool = True) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with a view per table and the current-state views;
+    ``locked`` (the default) then confines it to the store (see ``lock_down``)."""
     con = duckdb.connect()
     try:
         if not store.is_local:
             for statement in setup_statements(store, redact=False):
                 con.execute(statement)
-        _create_views(con, store)
+        # S3 + locked: views name their parts (see lock_down), listed once here.
+        parts = _part_uris(store) if locked and not store.is_local else None
+        _create_views(con, store, parts)
+        if locked:
+            lock_down(con, store, parts)
     except BaseException:
         con.close()
         raise
     return con
 
 
+def lock_down(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict[str, list[str]] | None = None) -> None:
+    """Confine ``con`` to the store, for good. Files are reachable only in the store:
+    a local store's whole folder (DuckDB resolves ``..`` before it checks a local path);
+    on S3 only the part files the views name (``parts``), because httpfs resolves ``..``
+    in a URL only after the check, so no prefix can confine it. DuckDB's spill directory
+    is a fresh private path; extensions can be neither installed nor loaded (httpfs is
+    already loaded); and the configuration is locked, so no ``SET``/``RESET`` widens it."""
+    spill = Path(tempfile.gettempdir()) / f"ratchet-duckdb-{uuid.uuid4().hex}"
+    if store.is_local:
+        allowed = f"SET allowed_directories = [{_quote(store.root_uri.rstrip('/') + '/')}]"
+    else:
+        files = sorted(uri for uris in (parts or {}).values() for uri in uris)
+        allowed = f"SET allowed_paths = [{', '.join(_quote(uri) for uri in files)}]"
+    for statement in (
+        f"SET temp_directory = {_quote(str(spill))}",
+        allowed,
+        "SET autoinstall_known_extensions = false",
+        "SET autoload_known_extensions = false",
+        "SET allow_community_extensions = false",
+        "SET enable_external_access = false",
+        "SET lock_configuration = true",
+    ):
+        con.execute(statement)
+
+
+def _part_uris(store: TableStore) -> dict[str, list[str]]:
+    return {table: [store.location.uri_of(path) for path in store.part_files(table)] for table in TABLES}
+
+
+class ReadOnlyError(ValueError):
+    """A statement ``sql`` refuses to run: it would change the database or the store."""
+
+
+READ_ONLY = "ratchet sql is read-only"
+
+_GAP = r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*"
+_EXPLAIN = re.compile(rf"^{_GAP}EXPLAIN\b{_GAP}(?:\([^)]*\){_GAP})?(?:ANALY[SZ]E\b)?(?P<rest>.*)$",
+                      re.IGNORECASE | re.DOTALL)
+
+
+def check_read_only(query: str) -> None:
+    """Raise ``ReadOnlyError`` unless every statement of ``query`` only reads: a SELECT
+    (with DESCRIBE, SHOW, SUMMARIZE, PRAGMA queries, FROM-first, VALUES, PIVOT), or
+    EXPLAIN [ANALYZE] of one. EXPLAIN ANALYZE runs its statement, so that statement must
+    be a query too. The only other statements let through are the ones DuckDB makes up
+    itself (no source text): PIVOT's temporary enum type."""
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error:
+        return  # not SQL: let DuckDB say what is wrong with it
+    for statement in statements:
+        kind = statement.type
+        if kind == duckdb.StatementType.SELECT:
+            continue
+        if kind == duckdb.StatementType.CREATE and not statement.query.strip():
+            continue  # generated by PIVOT ... ON col (its temporary ENUM type, in memory)
+        if kind == duckdb.StatementType.EXPLAIN and _explains_a_query(statement.query):
+            continue
+        text = " ".join(statement.query.split())
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ReadOnlyError(
+            f"{READ_ONLY}: {kind.name} statements are refused ({shown!r}); run queries only "
+            "(SELECT, DESCRIBE, SUMMARIZE, EXPLAIN SELECT) over the views"
+        )
+
+
+def _explains_a_query(text: str) -> bool:
+    match = _EXPLAIN.match(text)
+    if not match:
+        return False
+    try:
+        inner = duckdb.extract_statements(match.group("rest"))
+    except duckdb.Error:
+        return False
+    return len(inner) == 1 and inner[0].type == duckdb.StatementType.SELECT
+
+
 def sql(store: TableStore, query: str) -> pa.Table:
-    """Run one query over the store's views and return the result as Arrow."""
+    """Run a read-only query (see ``check_read_only``) over the store's views, on a
+    connection confined to the store, and return the result as Arrow."""
+    check_read_only(query)
     con = connect(store)
     try:
         return con.execute(query).to_arrow_table()
@@ -107,24 +210,65 @@ def write_catalog(store: TableStore, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str) -> str:
-    """The SELECT behind a table's view: its parts, or an empty typed SELECT when it has none."""
+def view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, parts: list[str] | None = None) -> str:
+    """The SELECT behind a table's view: its parts (the glob of visible parts, or the
+    ``parts`` given), or an empty typed SELECT when it has none."""
     pattern = f"{store.root_uri}/tables/{table}/*/[!_.]*.parquet"
-    if con.execute("SELECT 1 FROM glob(?) LIMIT 1", [pattern]).fetchone():
-        return (
-            f"SELECT * FROM read_parquet({_quote(pattern)}, hive_partitioning = true, "
-            "union_by_name = true, hive_types = {'run_id': 'VARCHAR'})"
-        )
-    empty = con.from_arrow(to_arrow_schema(TABLES[table].model).empty_table())
-    columns = ", ".join(f'CAST(NULL AS {dtype}) AS "{name}"' for name, dtype in zip(empty.columns, empty.types))
-    return f"SELECT {columns} WHERE false"
+    if parts is None and con.execute("SELECT 1 FROM glob(?) LIMIT 1", [pattern]).fetchone():
+        source = _quote(pattern)
+    elif parts:
+        source = "[" + ", ".join(_quote(uri) for uri in parts) + "]"
+    else:
+        return f"SELECT {_typed_columns(con, table)} WHERE false"
+    return (
+        f"SELECT * FROM read_parquet({source}, hive_partitioning = true, "
+        "union_by_name = true, hive_types = {'run_id': 'VARCHAR'})"
+    )
 
 
-def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore) -> None:
+def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict[str, list[str]] | None = None) -> None:
+    """One view per table, each on its own: a table whose parts cannot be bound gets a
+    view that fails when queried (``damaged_view_sql``) instead of failing them all.
+    ``parts`` (table -> part URIs) replaces the glob with a fixed list."""
     for table in TABLES:
-        con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {view_sql(con, store, table)}')
+        try:
+            query = view_sql(con, store, table, None if parts is None else parts[table])
+            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {query}')
+        except duckdb.Error as exc:
+            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}')
     for name, query in CURRENT_VIEWS.items():
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {query}')
+
+
+def damaged_view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, exc: BaseException) -> str:
+    """A view with the table's columns whose every scan raises an error naming the
+    unreadable parts (found from their footers) and how to set them aside."""
+    from storage.check import scan_footers
+
+    try:
+        damaged = scan_footers(store, table)
+    except Exception:  # noqa: BLE001 - the DuckDB error below still says what failed
+        damaged = []
+    if damaged:
+        named = "; ".join(f"{d.part.name} of run {d.part.run_id} ({d.error})" for d in damaged[:5])
+        more = f" and {len(damaged) - 5} more" if len(damaged) > 5 else ""
+        runs = sorted({d.part.run_id for d in damaged})
+        what = f"unreadable part{'s' if len(damaged) > 1 else ''} {named}{more}"
+        resume = f"`ratchet resume {runs[0]}`" if len(runs) == 1 else "`ratchet resume RUN_ID`"
+    else:
+        what = " ".join(str(exc).split("\n\nLINE")[0].split())
+        resume = "`ratchet resume RUN_ID`"
+    message = (f"table {table!r} cannot be read: {what}; run `ratchet check --quarantine` to move damaged parts "
+               f"aside, then {resume} to re-derive them")
+    # Every column *and* the row filter evaluate error(): no filter on a column (which
+    # the optimizer could fold to false on a NULL constant) and no count(*) skips it.
+    return f"SELECT {_typed_columns(con, table, 'e')} FROM (SELECT error({_quote(message)}) AS e) WHERE e IS NULL"
+
+
+def _typed_columns(con: duckdb.DuckDBPyConnection, table: str, value: str = "NULL") -> str:
+    """``CAST(<value> AS type) AS "column"`` for each column of the table's Arrow schema."""
+    empty = con.from_arrow(to_arrow_schema(TABLES[table].model).empty_table())
+    return ", ".join(f'CAST({value} AS {dtype}) AS "{name}"' for name, dtype in zip(empty.columns, empty.types))
 
 
 def setup_statements(store: TableStore, *, redact: bool) -> list[str]:

@@ -56,6 +56,15 @@ class Suite(ABC):
     entrypoint: str
     """The function a candidate program must define."""
     artifact_kind: str = "program"
+    candidate: str = "a Python program"
+    """What a candidate is, in words (for `ratchet suites`)."""
+    reference: str = "none published"
+    """What the scores are measured against (a published best, a baseline), in words."""
+
+    def check_data(self) -> int:
+        """Verify the reference data the suite reads (sha256 pins) before any work
+        starts; raises ``suites.data.ReferenceDataError``. Returns the files checked."""
+        return 0
 
     @abstractmethod
     def cases(self) -> list[Case]:

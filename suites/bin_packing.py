@@ -19,7 +19,7 @@ valid packing has ``neg_excess_pct >= -100``: -100 is the floor for invalid outp
 FunSearch's dataset figure is (mean bins / mean l1_bound - 1) * 100 over a dataset's
 instances, not a mean of per-instance percentages; see ``dataset_excess_pct``.
 
-Data (``../shared/data/bin_packing``, pinned by sha256): OR1-OR4 are the OR-Library
+Data (package data ``suites/reference/bin_packing``, pinned by sha256): OR1-OR4 are the OR-Library
 files binpack1-4 (u120, u250, u500, u1000; 20 instances each; the file's best-known
 column is not used), Weibull 5k is FunSearch's five 5000-item test instances.
 ``funsearch_or3.json`` is FunSearch's copy of OR3, read only to cross-check binpack3.
@@ -43,17 +43,13 @@ from typing import Any
 import numpy as np
 
 from suites.base import Case, Split, Suite, Verdict
-from suites.data import ReferenceDataError, read_verified
+from suites.data import REFERENCE_SHA256, ReferenceDataError, read_verified
 
 SHA256: dict[str, str] = {
-    "binpack1.txt": "dcee47fd5dfad97db1ccde3b84dbe0bec6a2705caeef8867b844709c14d80f8b",
-    "binpack2.txt": "86fd8c3d3007047b2ed2e6d2d09924c04d286070968804643d20fd56f9123331",
-    "binpack3.txt": "1b76d27908e52ddb73083f5eccf64954642028febcc71dee4be27a65cfebf1dd",
-    "binpack4.txt": "85ce2b7156a183aa6a29f94ef7759f48461e8558c41c5b80fb481acc3faa5e7d",
-    "funsearch_or3.json": "6b7fa0406e4c87c4fc104ad45dd207e24818e5bfe8ff89e23af680500586eb77",
-    "funsearch_weibull_5k.json": "ce484d0a396628a2cd21de4629a075f19a7225e2bfa33f8ba07d4d66dcd6ff1d",
+    name.removeprefix("bin_packing/"): digest
+    for name, digest in REFERENCE_SHA256.items() if name.startswith("bin_packing/")
 }
-"""The published hashes (../shared/README.md) of every file this suite reads."""
+"""The published sha256 of every file this suite reads (pinned in ``suites.data``)."""
 
 DATASET_FILES: dict[str, str] = {
     "or1": "binpack1.txt",
@@ -301,6 +297,12 @@ class BinPacking(Suite):
     name = "bin_packing"
     primary_metric = "neg_excess_pct"
     entrypoint = "priority"
+    candidate = "a Python `priority(item, bins)` for online bin packing"
+    reference = "the L1 bound (excess % over it; FunSearch's metric) and best fit, the seed"
+
+    def check_data(self) -> int:
+        return sum(len(read_verified(f"bin_packing/{f}", SHA256[f])) > 0 for f in
+                   sorted({DATASET_FILES[d] for d in self.datasets}))
 
     def __init__(self, datasets: Sequence[str] | str = tuple(DATASET_FILES)):
         if isinstance(datasets, str):  # "or1,or2" from the command line

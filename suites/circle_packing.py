@@ -42,7 +42,7 @@ BEST_KNOWN: dict[int, float] = {
     32: 2.9395727712063233,
 }
 """Best known sums of radii: AlphaEvolve's constructions (``sum_of_radii`` in
-``../shared/data/circle_packing/alphaevolve_constructions.json``). No other n has a
+``suites/reference/circle_packing/alphaevolve_constructions.json``). No other n has a
 reference value nobody here wrote, so ``best_known`` refuses other n."""
 
 
@@ -225,6 +225,8 @@ class CirclePacking(Suite):
     name = "circle_packing"
     primary_metric = "sum_radii"
     entrypoint = "construct_packing"
+    candidate = "a Python `construct_packing()` returning centres and radii"
+    reference = "AlphaEvolve's published packings (n=26: 2.6359830849, n=32: 2.9395727712)"
 
     def __init__(self, n: int = 26, holdout_n: int = 32, tolerance: float = 1e-9):
         for label, value in (("n", n), ("holdout_n", holdout_n)):

@@ -36,6 +36,8 @@ class Spin(Suite):
     name = "spin"
     primary_metric = "value"
     entrypoint = "work"
+    candidate = "a Python `work(ms)` that spins for ms milliseconds (a platform-overhead probe)"
+    reference = "none: every case takes the same time; used to measure the platform, not candidates"
 
     def __init__(self, ms: float = 10.0, cases: int = 10):
         if ms <= 0 or cases < 4:

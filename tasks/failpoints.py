@@ -12,3 +12,14 @@ import signal
 def crash_point(stage: str, where: object) -> None:
     if os.environ.get("RATCHET_KILL_AT") == f"{stage}:{where}":
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class InjectedFailure(RuntimeError):
+    """Raised at a `RATCHET_FAIL_AT=stage:where` point (tests of failure recording)."""
+
+
+def fail_point(stage: str, where: object) -> None:
+    """Raise `InjectedFailure` when `RATCHET_FAIL_AT` names this point: the way a bug or
+    a lost dependency would make a stage fail (rather than the process die)."""
+    if os.environ.get("RATCHET_FAIL_AT") == f"{stage}:{where}":
+        raise InjectedFailure(f"failure injected at {stage}:{where} (RATCHET_FAIL_AT)")

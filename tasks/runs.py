@@ -19,6 +19,7 @@ from prefect.runtime import flow_run
 from schemas.configs import RunConfig
 from schemas.rows import CaseRow, RunRow, ScoreRow
 from suites.base import Suite
+from tasks.failpoints import fail_point
 from tasks.retry import STAGE_OPTIONS
 from tasks.runtime import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
 
@@ -75,24 +76,37 @@ def start_run(
                                  sort_keys=True)
         store.write_part("runs", run_id, "status", "running",
                          [_event(ref, config, "running", datetime.now(timezone.utc), config_json, parent_run_id)])
-    if not store.has_part("cases", run_id, "setup", "cases"):
-        rows = [CaseRow(run_id=run_id, suite=suite.name, case_id=c.case_id, split=c.split,
-                        payload_json=json.dumps(c.payload, sort_keys=True)) for suite in suites for c in suite.cases()]
-        store.write_part("cases", run_id, "setup", "cases", rows)
-    tracker_for(ref).start_run(run_id, config.loop, {"suite": config.suite, "seed": str(config.seed),
-                                                     "budget": str(config.budget), "proposer": config.proposer})
+    with recorded_failure(ref):
+        fail_point("start", "cases")
+        if not store.has_part("cases", run_id, "setup", "cases"):
+            rows = [CaseRow(run_id=run_id, suite=suite.name, case_id=c.case_id, split=c.split,
+                            payload_json=json.dumps(c.payload, sort_keys=True))
+                    for suite in suites for c in suite.cases()]
+            store.write_part("cases", run_id, "setup", "cases", rows)
+        tracker_for(ref).start_run(run_id, config.loop, {"suite": config.suite, "seed": str(config.seed),
+                                                         "budget": str(config.budget), "proposer": config.proposer})
     return ref
+
+
+@contextmanager
+def recorded_failure(ref: RunRef) -> Iterator[RunRef]:
+    """Record a failure inside the block as the run's `failed` event (with its error)
+    and re-raise it; Ctrl-C is recorded as `failed` with "interrupted", so the run is
+    never left `running` and `ratchet resume` continues it."""
+    try:
+        yield ref
+    except BaseException as exc:
+        reason = "interrupted (Ctrl-C or SIGINT)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        finish_run.fn(ref, "failed", reason)  # the plain function: Prefect may be unwinding
+        raise
 
 
 @contextmanager
 def recorded_run(ref: RunRef) -> Iterator[RunRef]:
     """The body of a loop's flow: a body that completes is recorded as `finished`; a
     failure is recorded as a `failed` event (with its error) and re-raised."""
-    try:
+    with recorded_failure(ref):
         yield ref
-    except BaseException as exc:
-        finish_run(ref, "failed", f"{type(exc).__name__}: {exc}")
-        raise
     finish_run(ref)
 
 

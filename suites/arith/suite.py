@@ -48,6 +48,8 @@ class Arith:
     name = "arith"
     primary_metric = "correct"
     artifact_kind = "weights"
+    candidate = "the weights of a tiny transformer policy (a checkpoint)"
+    reference = "the SFT warm start of the same seed (exact-match accuracy)"
 
     def __init__(
         self,
@@ -146,6 +148,10 @@ class Arith:
     def evaluate(self, model: nn.Module, split: Split = "holdout", level: Optional[str] = None) -> dict[str, float]:
         """Greedy exact-match accuracy of `model` on a split, per category and "all"."""
         return accuracy_by_category(model, self.problems(split), self.style, level)
+
+    def check_data(self) -> int:
+        """arith generates its cases; it reads no reference data."""
+        return 0
 
     def scorer_version(self) -> str:
         """Hash of the sources that decide a score: the verifier and the generators."""

@@ -12,17 +12,35 @@ imports are paid once per call, not once per case. Per child:
   RLIMIT_NPROC = max_processes (counting the sandbox's own one or two helper processes;
   without root and without bwrap it counts all of the user's processes), RLIMIT_FSIZE =
   max_output_bytes (so stdout.txt, like every file the candidate writes, stays within
-  it), RLIMIT_NOFILE, RLIMIT_CORE = 0 and RLIMIT_CPU as a backstop to the wall clock;
-- a wall-clock limit of timeout_s per case: the deadline moves on with every result, so
-  each case gets timeout_s whatever came before it; past it, the whole process group
-  and pid namespace are SIGKILLed.
+  it), RLIMIT_NOFILE, RLIMIT_CORE = 0 and RLIMIT_CPU as a last backstop for the whole
+  child (load_limit_s plus every case's CPU limit, and two seconds);
+- time limits that measure the candidate, not the machine. The child's life is a
+  sequence of steps, each begun by an accepted event: starting the harness (until
+  "ready": STARTUP_TIMEOUT_S of wall clock, trusted code only), loading the runner and
+  the program (until "loaded": ``load_limit_s`` of CPU time), then each case (until its
+  result: ``case_cpu_s``, i.e. ``cpu_limit_s`` or ``timeout_s``, of CPU time). So no
+  case pays for the interpreter, numpy or the candidate's module-level code, nor for
+  what came before it. A step's CPU time is what the parent reads in /proc for the
+  sandbox's whole process tree (the launcher, the harness, every fork and thread; the
+  reaped ones through their parents' cutime/cstime): the candidate cannot forge it, and
+  a machine busy with other work does not inflate it. The parent polls it only while a
+  step runs long, at intervals that shrink as the limit nears (the tree cannot use more
+  than one CPU second per core per second). Each CPU-limited step also has a wall-clock
+  backstop of ``wall_factor`` times its CPU limit, for candidates that sleep or block.
+  Past any limit, the whole process group and pid namespace are SIGKILLed, and the
+  step's cases get status ``timeout`` with an error naming the limit (CPU time or wall
+  clock) and its value. Under isolation none, a grandchild that leaves the tree (see
+  ``sandbox.py``) is no longer counted, as it is no longer killed. The load allowance
+  is the candidate's too (module-level code may precompute, and request.json holds the
+  payloads), so it is sized for imports, not for work.
 
 Results come back over a pipe, one line per case as it finishes. (A results file would
 be capped by RLIMIT_FSIZE along with the candidate's files, and a pipe wakes the parent
 at once.) When the child dies, cases with a result keep it; the first case without one
 gets the failure ("timeout", "memory" when stderr shows it, else "killed"); the rest run
 again in a fresh child, so one hostile case does not sink the others. A failure while
-importing the program is the same for every case, so it is given to all of them.
+importing the program (load_limit_s exceeded included) is the same for every case, so
+it is given to all of them.
 
 A candidate shares its process with the harness, so it can tamper with what the harness
 reports about its own case (``transcript.py`` says what the parent accepts). That is
@@ -45,7 +63,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO, Callable, Literal, Sequence
 
 from schemas.configs import SandboxConfig
 from suites.base import Case, CaseResult
@@ -54,7 +72,11 @@ from suites.executors.sandbox import plan_launch, resolve_isolation, sandbox_uid
 from suites.executors.transcript import Record, Transcript
 
 STARTUP_TIMEOUT_S = 30.0
-"""How long the harness may take to start (before any candidate code runs)."""
+"""Wall-clock time the harness may take to start (before any candidate code runs)."""
+_MIN_POLL_S = 0.01
+_CPUS = os.cpu_count() or 1
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_HAS_CHILDREN_FILE = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # CONFIG_PROC_CHILDREN
 _NOFILE = 256
 _STDERR_TAIL_BYTES = 4096
 _READ_BYTES = 1 << 20
@@ -62,11 +84,41 @@ _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "o
 
 
 @dataclass(frozen=True)
-class _Ending:
-    """How a child's run ended: killed at a deadline (``timed_out``) or not, its exit
-    status, and when we stopped watching it."""
+class _Limit:
+    """One step's allowance, counted from the event that began it: CPU seconds of the
+    sandbox's process tree (None: not limited) and a wall-clock backstop."""
 
-    timed_out: bool
+    cpu_s: float | None
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """Why the parent killed a child: the limit (``clock``, ``limit_s``) its step
+    exceeded, and the CPU and wall time the step had used."""
+
+    clock: Literal["cpu", "wall"]
+    limit_s: float
+    cpu_s: float | None
+    wall_s: float
+
+    @property
+    def reason(self) -> str:
+        if self.clock == "cpu":
+            return (
+                f"exceeded the CPU-time limit of {self.limit_s:g} s (used {self.cpu_s:.2f} s of CPU in "
+                f"{self.wall_s:.2f} s of wall clock); the sandbox was killed"
+            )
+        used = "" if self.cpu_s is None else f"; used {self.cpu_s:.2f} s of CPU"
+        return f"exceeded the wall-clock limit of {self.limit_s:g} s (backstop{used}); the sandbox was killed"
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """How a child's run ended: killed past a limit (``cut``) or not, its exit status,
+    and when we stopped watching it."""
+
+    cut: _Cut | None
     returncode: int
     at: float
 
@@ -106,7 +158,7 @@ class SubprocessExecutor(Executor):
 
     def _request(self, program: str, runner: str, entrypoint: str, cases: list[Case]) -> dict:
         config = self.config
-        cpu_s = math.ceil(config.timeout_s * (len(cases) + 1)) + 1
+        cpu_s = self._cpu_backstop_s(len(cases))
         limits = {
             "RLIMIT_AS": [config.memory_mb * 1024 * 1024] * 2,
             "RLIMIT_NPROC": [config.max_processes] * 2,
@@ -123,6 +175,19 @@ class SubprocessExecutor(Executor):
             "limits": limits,
             "max_output_bytes": config.max_output_bytes,
         }
+
+    def _cpu_backstop_s(self, n_cases: int) -> int:
+        """RLIMIT_CPU of a child: what the parent's limits allow it in all, and more."""
+        return math.ceil(self.config.load_limit_s + self.config.case_cpu_s * n_cases) + 2
+
+    def _limit(self, transcript: Transcript) -> _Limit:
+        """The allowance of the step the child is in (see the module docstring)."""
+        config = self.config
+        if not transcript.ready:
+            return _Limit(None, STARTUP_TIMEOUT_S)
+        if not transcript.loaded:
+            return _Limit(config.load_limit_s, config.wall_factor * config.load_limit_s)
+        return _Limit(config.case_cpu_s, config.case_wall_s)
 
     def _supervise(
         self, sandbox_dir: str, request: dict, cases: list[Case], out: IO[bytes], err: IO[bytes]
@@ -145,13 +210,13 @@ class SubprocessExecutor(Executor):
         pidfd = os.pidfd_open(proc.pid)
         transcript = Transcript(cases, self.config.max_output_bytes)
         try:
-            timed_out = _watch(read_fd, pidfd, transcript, self.config.timeout_s)
+            cut = _watch(read_fd, pidfd, proc.pid, transcript, self._limit)
             ending_at = time.monotonic()
         finally:
             stop(proc, pidfd, self.isolation, uid)
             os.close(pidfd)
             os.close(read_fd)
-        return transcript, _Ending(timed_out, proc.returncode, ending_at)
+        return transcript, _Ending(cut, proc.returncode, ending_at)
 
     def _results(
         self, cases: list[Case], transcript: Transcript, ending: _Ending, out: IO[bytes], err: IO[bytes]
@@ -173,23 +238,32 @@ class SubprocessExecutor(Executor):
         if not transcript.ready:
             raise SandboxError(
                 f"the sandbox harness did not start (isolation {self.isolation}, exit status {ending.returncode}, "
-                f"timed out: {ending.timed_out}): {stderr_tail.strip() or 'no stderr'}"
+                f"timed out: {ending.cut is not None}): {stderr_tail.strip() or 'no stderr'}"
             )
-        status, error = self._failure(ending, stderr_tail)
+        status, error = self._failure(ending, stderr_tail, len(cases))
         failed = dict(extra, stderr_tail=stderr_tail[-1000:])
         wall_s = ending.at - transcript.last_event_at
+        cpu_s = None if ending.cut is None else ending.cut.cpu_s
         if not transcript.loaded:
             error = f"loading the program: {error}"
-            return [CaseResult(case.case_id, status, error=error, wall_s=wall_s, extra=dict(failed)) for case in cases]
-        return results + [CaseResult(cases[len(results)].case_id, status, error=error, wall_s=wall_s, extra=failed)]
+            return [
+                CaseResult(case.case_id, status, error=error, wall_s=wall_s, cpu_s=cpu_s, extra=dict(failed))
+                for case in cases
+            ]
+        failure = CaseResult(cases[len(results)].case_id, status, error=error, wall_s=wall_s, cpu_s=cpu_s, extra=failed)
+        return results + [failure]
 
-    def _failure(self, ending: _Ending, stderr_tail: str) -> tuple[str, str]:
-        """Status and reason for the case that was running when the child ended."""
-        if ending.timed_out:
-            return "timeout", f"exceeded the wall-clock limit of {self.config.timeout_s:g} s; the sandbox was killed"
+    def _failure(self, ending: _Ending, stderr_tail: str, n_cases: int) -> tuple[str, str]:
+        """Status and reason for the case that was running when the child ended (one of
+        ``n_cases`` the child was given)."""
+        if ending.cut is not None:
+            return "timeout", ending.cut.reason
         signum = _signal_number(ending.returncode, self.isolation)
         if signum == signal.SIGXCPU:
-            return "timeout", "exceeded the CPU-time limit (RLIMIT_CPU); the sandbox was killed"
+            return "timeout", (
+                f"exceeded the CPU-time limit of {self._cpu_backstop_s(n_cases)} s for the whole child (RLIMIT_CPU "
+                "backstop); the sandbox was killed"
+            )
         how = f"was killed by {_signal_name(signum)}" if signum else f"exited with code {ending.returncode}"
         status = "memory" if any(marker in stderr_tail for marker in _MEMORY_MARKERS) else "killed"
         lines = [line for line in stderr_tail.splitlines() if line.strip()]
@@ -197,18 +271,20 @@ class SubprocessExecutor(Executor):
         return status, f"the sandbox process {how} before the case returned (os._exit, a crash or a kill){stderr}"
 
 
-def _watch(read_fd: int, pidfd: int, transcript: Transcript, timeout_s: float) -> bool:
-    """Read events until every case has its outcome, the child ends, or a deadline
-    passes (then True). The first deadline covers the harness's start; each accepted
-    event (ready, loaded, a result) grants the next step timeout_s."""
+def _watch(
+    read_fd: int, pidfd: int, root_pid: int, transcript: Transcript, limit_of: Callable[[Transcript], _Limit]
+) -> _Cut | None:
+    """Read events until every case has its outcome, the child ends (then None), or the
+    current step exceeds a limit (then the cut). Each accepted event (ready, loaded, a
+    result) begins the next step, with the allowance ``limit_of`` gives it."""
     os.set_blocking(read_fd, False)
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    step = _Step(root_pid, limit_of(transcript))
     watched = [read_fd, pidfd]
     while not transcript.complete:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return True
-        readable = select.select(watched, [], [], remaining)[0]
+        cut, wait = step.check()
+        if cut is not None:
+            return cut
+        readable = select.select(watched, [], [], wait)[0]
         if read_fd in readable:
             try:
                 chunk = os.read(read_fd, _READ_BYTES)
@@ -216,11 +292,87 @@ def _watch(read_fd: int, pidfd: int, transcript: Transcript, timeout_s: float) -
                 continue
             if not chunk:
                 watched = [pidfd]  # every writer closed the pipe; wait for the child to end
-            elif transcript.feed(chunk):
-                deadline = time.monotonic() + timeout_s
+            elif transcript.feed(chunk) and not transcript.complete:
+                step = _Step(root_pid, limit_of(transcript))
         elif pidfd in readable:
-            return False
-    return False
+            return None
+    return None
+
+
+class _Step:
+    """The clocks of one step: wall time since it began and, when its limit has one,
+    the CPU time the sandbox's process tree used since then."""
+
+    def __init__(self, root_pid: int, limit: _Limit) -> None:
+        self.root_pid = root_pid
+        self.limit = limit
+        self.started = time.monotonic()
+        self.cpu_start = 0.0 if limit.cpu_s is None else _tree_cpu_s(root_pid)
+        self.cpu_used = 0.0
+        self.poll_at = self.started + self._poll_interval()
+
+    def _poll_interval(self) -> float:
+        """Time before the tree could possibly reach the CPU limit (all cores busy)."""
+        if self.limit.cpu_s is None:
+            return math.inf
+        return max((self.limit.cpu_s - self.cpu_used) / _CPUS, _MIN_POLL_S)
+
+    def check(self) -> tuple[_Cut | None, float]:
+        """The cut when a limit is exceeded, else None and how long to wait before the
+        next check (a limit could be reached then at the earliest)."""
+        now = time.monotonic()
+        wall = now - self.started
+        limit = self.limit
+        if now >= self.poll_at:
+            self.cpu_used = max(0.0, _tree_cpu_s(self.root_pid) - self.cpu_start)
+            if limit.cpu_s is not None and self.cpu_used >= limit.cpu_s:
+                return _Cut("cpu", limit.cpu_s, self.cpu_used, wall), 0.0
+            self.poll_at = now + self._poll_interval()
+        if wall >= limit.wall_s:
+            cpu = None if limit.cpu_s is None else max(0.0, _tree_cpu_s(self.root_pid) - self.cpu_start)
+            return _Cut("wall", limit.wall_s, cpu, wall), 0.0
+        return None, min(limit.wall_s - wall, self.poll_at - now)
+
+
+def _tree_cpu_s(root_pid: int) -> float:
+    """User + system CPU seconds of ``root_pid`` and all its live descendants, each with
+    its reaped children's (cutime, cstime), read from /proc. A process that ends
+    meanwhile is skipped (its time moves to its parent's cutime when reaped)."""
+    ticks = 0
+    stack = [root_pid]
+    children = _children_map() if not _HAS_CHILDREN_FILE else None
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+            fields = stat[stat.rindex(b")") + 2 :].split()  # after "pid (comm) "; comm may hold anything
+            ticks += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+            if children is not None:
+                stack += children.get(pid, ())
+                continue
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                    stack += [int(child) for child in handle.read().split()]
+        except (OSError, ValueError, IndexError):
+            continue  # it ended while we looked
+    return ticks / _CLK_TCK
+
+
+def _children_map() -> dict[int, list[int]]:
+    """Every process's children by parent pid, from a scan of /proc (for kernels
+    without /proc/PID/task/TID/children)."""
+    found: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    stat = handle.read()
+                parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            found.setdefault(parent, []).append(int(entry.name))
+    return found
 
 
 def _case_result(case: Case, record: Record, extra: dict) -> CaseResult:

@@ -76,6 +76,8 @@ class ToolSim(Suite):
     primary_metric = "success"
     entrypoint = "harness"
     artifact_kind = "rules"
+    candidate = "an agent harness: rules and skills (a JSON document)"
+    reference = "the seed harness (no rules); success is the share of requests fully served"
 
     def __init__(
         self,

@@ -7,7 +7,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from cli.main import DEFAULT_SUITE
+from schemas.loops import LOOP_SPECS
 from flows import LOOPS, PROGRESS
 from flows.harness_bandit import harness_bandit, progress_total, with_harness_categories
 from schemas.configs import RunConfig
@@ -36,7 +36,7 @@ def test_config_errors_and_harness_categories():
     assert with_harness_categories(small_config()).grpo.categories == HARNESSES
     assert progress_total(small_config()) == 6
     assert LOOPS["harness_bandit"] is harness_bandit and PROGRESS["harness_bandit"](small_config()) == 6
-    assert DEFAULT_SUITE["harness_bandit"] == "arith"
+    assert LOOP_SPECS["harness_bandit"].default_suite == "arith"
 
 
 def counts(store) -> dict[str, int]:

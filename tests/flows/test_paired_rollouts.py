@@ -8,7 +8,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from cli.main import DEFAULT_SUITE
+from schemas.loops import LOOP_SPECS
 from flows import LOOPS, PROGRESS
 from flows.paired_rollouts import paired_rollouts, progress_total
 from schemas.configs import RunConfig
@@ -37,7 +37,7 @@ def test_config_errors_name_the_fix():
         PairedRolloutsConfig(probe_schedules=1)
     assert progress_total(small_config()) == 4
     assert LOOPS["paired_rollouts"] is paired_rollouts and PROGRESS["paired_rollouts"](small_config()) == 4
-    assert DEFAULT_SUITE["paired_rollouts"] == "arith"
+    assert LOOP_SPECS["paired_rollouts"].default_suite == "arith"
 
 
 def counts(store) -> dict[str, int]:

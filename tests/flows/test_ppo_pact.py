@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from cli.main import DEFAULT_SUITE
+from schemas.loops import LOOP_SPECS
 from flows import LOOPS, PROGRESS
 from flows.ppo_pact import ppo_pact
 from schemas.configs import RunConfig
@@ -35,7 +35,7 @@ def counts(store) -> dict[str, int]:
 def test_ppo_pact_trains_registers_reruns_and_resumes(prefect_server, tmp_path, monkeypatch):
     torch.set_num_threads(1)
     assert LOOPS["ppo_pact"] is ppo_pact and PROGRESS["ppo_pact"](small_config()) == 4
-    assert DEFAULT_SUITE["ppo_pact"] == "arith"
+    assert LOOP_SPECS["ppo_pact"].default_suite == "arith"
     summary = ppo_pact(config=small_config(), store_uri=str(tmp_path / "a"), run_id="pact-a")
     store = open_store(str(tmp_path / "a"))
     steps = sorted(store.read_rows("train_steps"), key=lambda r: r.step)

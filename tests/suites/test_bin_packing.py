@@ -1,4 +1,5 @@
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ from suites.bin_packing import (
     pack_online,
     read_instances,
 )
-from suites.data import ReferenceDataError, read_verified, shared_data_dir
+import suites.data
+from suites.data import REFERENCE_DIR, REFERENCE_SHA256, ReferenceDataError, read_verified, verify_all
 from suites.registry import get_suite
 
 # FunSearch (Romera-Paredes et al. 2023), Table 1: excess bins over the L1 bound, %.
@@ -215,26 +217,32 @@ def test_funsearch_or3_is_the_or_library_binpack3():
     assert len(ours) == 20 and all(len(i.items) == 500 for i in ours)
 
 
-def test_data_dir_comes_from_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("RATCHET_SHARED_DATA", str(tmp_path))
-    assert shared_data_dir() == tmp_path
-    with pytest.raises(
-        ReferenceDataError, match="does not exist; set RATCHET_SHARED_DATA"
-    ):
-        read_instances("binpack1.txt")
+def test_reference_data_is_package_data_and_needs_no_shared_folder():
+    assert REFERENCE_DIR == Path(suites.data.__file__).parent / "reference"
+    assert REFERENCE_DIR.is_dir() and "shared" not in REFERENCE_DIR.parts[-3:]
+    assert verify_all() == len(REFERENCE_SHA256) == 7
+    assert BinPacking(datasets=["or1", "weibull5k"]).check_data() == 2
 
 
-def test_changed_data_file_is_refused_by_name(monkeypatch, tmp_path):
+def test_missing_data_file_is_named_with_the_fix(tmp_path):
+    with pytest.raises(ReferenceDataError, match=r"binpack1\.txt is missing from the installed package; reinstall"):
+        read_verified("bin_packing/binpack1.txt", root=tmp_path)
+
+
+def test_changed_data_file_is_refused_by_name(tmp_path):
     (tmp_path / "bin_packing").mkdir()
-    original = shared_data_dir() / "bin_packing" / "binpack1.txt"
+    original = REFERENCE_DIR / "bin_packing" / "binpack1.txt"
     changed = tmp_path / "bin_packing" / "binpack1.txt"
     shutil.copy(original, changed)
+    assert read_verified("bin_packing/binpack1.txt", root=tmp_path) == original.read_bytes()
     changed.write_text(original.read_text().replace("u120_00", "u120_99", 1))
-    monkeypatch.setenv("RATCHET_SHARED_DATA", str(tmp_path))
-    with pytest.raises(
-        ReferenceDataError, match=r"binpack1\.txt has sha256 [0-9a-f]{64}, but"
-    ):
-        BinPacking(datasets=["or1"]).cases()
+    with pytest.raises(ReferenceDataError, match=r"binpack1\.txt has sha256 [0-9a-f]{64}, but the suite pinned"):
+        read_verified("bin_packing/binpack1.txt", root=tmp_path)
+
+
+def test_unpinned_file_is_refused():
+    with pytest.raises(ReferenceDataError, match="not a pinned reference file"):
+        read_verified("bin_packing/other.txt")
 
 
 def test_every_dataset_file_is_pinned():

@@ -118,14 +118,14 @@ def test_the_latest_status_of_a_tool_is_its_later_round_then_later_lifecycle_ste
 def test_the_loop_is_registered_and_bad_config_names_the_field():
     from pydantic import ValidationError
 
-    from cli.main import DEFAULT_SUITE
+    from schemas.loops import LOOP_SPECS
     from flows import LOOPS, PROGRESS
     from flows.medrsi import medrsi
     from schemas.admission import MedRSIConfig
     from schemas.configs import RunConfig
 
     config = RunConfig(loop="medrsi", suite="toolsim", budget=5)
-    assert LOOPS["medrsi"] is medrsi and PROGRESS["medrsi"](config) == 6 and DEFAULT_SUITE["medrsi"] == "toolsim"
+    assert LOOPS["medrsi"] is medrsi and PROGRESS["medrsi"](config) == 6 and LOOP_SPECS["medrsi"].default_suite == "toolsim"
     assert config.medrsi.trial_batches == 3  # the paper's "3 subsequent patient batches"
     with pytest.raises(ValidationError, match="trial_batches"):
         MedRSIConfig(trial_batches=0)

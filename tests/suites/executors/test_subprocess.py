@@ -53,26 +53,37 @@ def peak_rss_mb() -> float:
 # --- hostile: time, memory, processes -------------------------------------------------------
 
 
-@pytest.mark.parametrize("hang", ["while True:\n        pass", "import time\n    time.sleep(60)"])
-def test_hang_times_out_close_to_the_limit(sandboxed, sandbox_root, hang):
+@pytest.mark.parametrize(
+    "hang, limits, reason",
+    [  # spinning is cut by its CPU time (the wall backstop is far), sleeping by the wall backstop
+        ("while True:\n        pass", {"wall_factor": 5.0}, "CPU-time limit of 1 s"),
+        ("import time\n    time.sleep(60)", {"wall_factor": 1.5}, "wall-clock limit of 1.5 s"),
+    ],
+)
+def test_hang_times_out_close_to_the_limit(sandboxed, sandbox_root, hang, limits, reason):
     source = f"def solve(hang):\n    if not hang:\n        return 'done'\n    {hang}\n"
     started = time.monotonic()
     payloads = cases({"hang": False}, {"hang": True}, {"hang": False})
-    results = sandboxed(timeout_s=1.0).run(source, RUNNER, "solve", payloads)
+    results = sandboxed(timeout_s=1.0, **limits).run(source, RUNNER, "solve", payloads)
     elapsed = time.monotonic() - started
     assert [r.status for r in results] == ["ok", "timeout", "ok"]
-    assert "wall-clock limit of 1 s" in results[1].error
-    assert 1.0 <= results[1].wall_s < 1.5
-    assert elapsed < 3.0  # the limit plus two child start-ups, not more
+    assert reason in results[1].error
+    if "CPU" in reason:
+        assert 1.0 <= results[1].cpu_s < 1.3 and 1.0 <= results[1].wall_s < 5.0
+    else:
+        assert 1.5 <= results[1].wall_s < 2.0 and results[1].cpu_s < 0.2
+    assert elapsed < results[1].wall_s + 2.0  # the limit plus two child start-ups, not more
     assert sandbox_processes(sandbox_root) == []
 
 
 def test_a_program_that_hangs_while_loading_costs_one_timeout_for_all_cases(sandboxed):
     started = time.monotonic()
-    results = sandboxed(timeout_s=1.0).run("while True:\n    pass\n", RUNNER, "solve", cases({}, {}, {}))
+    executor = sandboxed(timeout_s=0.5, load_limit_s=1.0)
+    results = executor.run("while True:\n    pass\n", RUNNER, "solve", cases({}, {}, {}))
     assert [r.status for r in results] == ["timeout"] * 3
-    assert all(r.error.startswith("loading the program: exceeded the wall-clock limit") for r in results)
-    assert time.monotonic() - started < 2.5
+    assert all(r.error.startswith("loading the program: exceeded the CPU-time limit of 1 s") for r in results)
+    assert all(1.0 <= r.cpu_s < 1.3 for r in results)
+    assert time.monotonic() - started < results[0].wall_s + 1.5  # one cut for all three cases
 
 
 def test_memory_bomb_is_stopped_without_harming_the_parent(sandboxed):
@@ -105,7 +116,7 @@ def test_fork_bomb_is_contained_and_leaves_no_process(sandboxed, sandbox_root):
             return "calm"
         """
     )
-    executor = sandboxed(timeout_s=1.5, max_processes=16)
+    executor = sandboxed(timeout_s=1.5, wall_factor=2.0, max_processes=16)  # its forks mostly sleep
     results = executor.run(source, RUNNER, "solve", cases({"bomb": True}, {"bomb": False}))
     assert results[0].status in {"timeout", "killed", "error"}
     assert (results[1].status, results[1].output) == ("ok", "calm")
@@ -258,7 +269,7 @@ def test_a_private_holdout_file_is_unreadable(sandboxed, tmp_path):
     assert result.status == "ok" and not result.output.startswith("read")
 
 
-@pytest.mark.parametrize("kind", ["shared data", "scorer source", "world-readable file"])
+@pytest.mark.parametrize("kind", ["reference data", "scorer source", "world-readable file"])
 def test_hidden_data_and_scorer_sources_do_not_exist_inside_bwrap(sandboxed, tmp_path, kind):
     executor = sandboxed()
     if executor.isolation != "bwrap":
@@ -267,7 +278,7 @@ def test_hidden_data_and_scorer_sources_do_not_exist_inside_bwrap(sandboxed, tmp
     public.write_text("readable by everyone on the host")
     public.chmod(0o644)
     path = {
-        "shared data": REPO.parent / "shared" / "data" / "bin_packing" / "binpack1.txt",
+        "reference data": REPO / "suites" / "reference" / "bin_packing" / "binpack1.txt",
         "scorer source": REPO / "suites" / "base.py",
         "world-readable file": public,
     }[kind]
