@@ -73,8 +73,8 @@ def test_split(store, run_id: str, candidate_id: str, metric: str) -> float:
 def read_run(store_uri: str, run_id: str, arm: str, seed: int) -> Run:
     from storage.catalog import sql
     from storage.store import open_store
-    from tasks.grow import harness_document
-    from tasks.runtime import RunRef
+    from tasks.harness_loops.episodes import harness_document
+    from tasks.runtime.context import RunRef
 
     store = open_store(store_uri)
     (final,) = store.read_rows("registry", run_id)

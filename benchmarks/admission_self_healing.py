@@ -101,9 +101,9 @@ def champions_by_round(store_uri: str, run_id: str, budget: int) -> list[str]:
 def read_run(store_uri: str, run_id: str, arm: str, seed: int, budget: int, retired: int) -> Run:
     from storage.catalog import sql
     from storage.store import open_store
-    from tasks.heal import harness_document
-    from tasks.heal_logic import ablations
-    from tasks.runtime import RunRef, cases_by_split, run_suite
+    from tasks.harness_loops.episodes import harness_document
+    from tasks.loops.self_healing.heal_logic import ablations
+    from tasks.runtime.context import RunRef, cases_by_split, run_suite
 
     ref = RunRef(store_uri=store_uri, run_id=run_id)
     suite = run_suite(ref)

@@ -1,7 +1,7 @@
 """GRPO-family findings on arith addition, paired by seed, at equal optimizer steps.
 
 Every run is the real `grpo` or `ppo_pact` flow on one store. All runs of a seed start
-from the same shared warm start (`tasks.train.warm_start`: same categories, steps and
+from the same shared warm start (`tasks.training.stages.warm_start`: same categories, steps and
 seed) and draw the same prompts and rollout seeds per step; every figure is read back
 from the store: the registered policy's select and holdout accuracy (greedy, exact
 match) and the `train_steps` metrics (end-of-run values: mean of the last 5 steps).

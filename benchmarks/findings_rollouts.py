@@ -2,7 +2,7 @@
 arith, paired by seed, at equal optimizer steps.
 
 Every run is the real `paired_rollouts` or `harness_bandit` flow on one store, so the
-runs of a seed start from the same warm start (`tasks.train.warm_start`) and draw the
+runs of a seed start from the same warm start (`tasks.training.stages.warm_start`) and draw the
 same prompts and rollout seeds per step. Every figure is read back from the store: the
 registered policy's select accuracy (greedy exact match, no noise) and the train_steps
 metrics.

@@ -98,7 +98,7 @@ def episode_accuracy_of(store, candidate_id: str, sizes: Sizes, max_turn_tokens:
     from suites.arith import Arith
     from suites.arith.episodes import Episode
     from suites.arith.lm import from_bytes
-    from tasks.opd_stride import episode_accuracy
+    from tasks.loops.opd.opd_stride import episode_accuracy
 
     model, _ = from_bytes(store.get_blob(candidate_id))
     suite = Arith(categories=("chain",), n_per_category=sizes.per_category)

@@ -51,14 +51,32 @@ from kernels.advantages import dr_grpo_advantages, grpo_advantages  # noqa: E402
 from kernels.build import build_loss  # noqa: E402
 from kernels.cloopd import freeze_batch, pass_inputs  # noqa: E402
 from kernels.configs import (  # noqa: E402
-    AttractRepelConfig, CalOPDConfig, CLOOPDConfig, DIALConfig, GRPODropoutConfig, GVPOConfig, GVPODistillConfig,
-    OPDConfig, PACTConfig, PolicyLossConfig, TinyLMConfig, ValueLossConfig,
+    AttractRepelConfig,
+    CalOPDConfig,
+    CLOOPDConfig,
+    DIALConfig,
+    GRPODropoutConfig,
+    GVPOConfig,
+    GVPODistillConfig,
+    OPDConfig,
+    PACTConfig,
+    PolicyLossConfig,
+    TinyLMConfig,
+    ValueLossConfig,
 )
 from kernels.grpo_dropout import grpo_dropout  # noqa: E402
 from kernels.model import TinyCritic, TinyLM, sample, token_logprobs  # noqa: E402
 from kernels.types import (  # noqa: E402
-    CalOPDInputs, ContrastInputs, DistillInputs, FrozenBatch, GVPODistillInputs, GVPOInputs, PACTInputs, PolicyInputs,
-    Rollout, ValueInputs,
+    CalOPDInputs,
+    ContrastInputs,
+    DistillInputs,
+    FrozenBatch,
+    GVPODistillInputs,
+    GVPOInputs,
+    PACTInputs,
+    PolicyInputs,
+    Rollout,
+    ValueInputs,
 )
 
 EOS_ID = 0

@@ -27,7 +27,7 @@ def print_loops(console: Console) -> None:
 
 def suite_rows() -> list[dict[str, str]]:
     """One row per suite: name, cases per split, what a candidate is, the reference."""
-    from tasks.runtime import make_suite
+    from tasks.runtime.context import make_suite
 
     rows = []
     for name, loop in SUITE_LOOPS.items():

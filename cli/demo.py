@@ -7,9 +7,9 @@ from rich.console import Console
 
 from cli.running import execute_run
 from cli.views import render
+from schemas.configs import RunConfig, SandboxConfig
 from storage.catalog import sql
 from storage.store import open_store
-from schemas.configs import RunConfig, SandboxConfig
 
 DEMO_TIMEOUT_S = 2.0
 """Both suites evaluate a case in well under a second; a mutant that loops forever is

@@ -9,7 +9,6 @@ from typing import Any
 
 import duckdb
 
-
 Rows = list[dict[str, Any]]
 
 RUN = """

@@ -15,8 +15,8 @@ from cli.errors import DEBUG, Interrupted, RunFailed, UsageError
 from schemas.configs import RunConfig, SandboxConfig
 from schemas.loops import check_suite, loop_spec
 from suites.data import ReferenceDataError
-from tasks.progress import set_reporter
-from tasks.runs import new_run_id
+from tasks.runtime.lifecycle import new_run_id
+from tasks.runtime.progress import set_reporter
 
 
 def parse_params(pairs: list[str]) -> dict[str, float | int | str]:
@@ -107,7 +107,7 @@ def _spec(loop: str):
 def check_suites(config: RunConfig) -> None:
     """Build each suite the run needs (its `--param`s checked) and verify its reference
     data, so a bad parameter or a damaged install stops here, not minutes into a run."""
-    from tasks.runtime import make_suite
+    from tasks.runtime.context import make_suite
 
     for name in suite_names(config):
         try:
@@ -203,7 +203,7 @@ def resumable_config(console: Console, store_uri: str, run_id: str) -> RunConfig
     """The config to resume ``run_id`` with, or None (after saying so) when the run has
     finished and there is nothing to do. An unknown run is a usage error."""
     from storage.store import check_name, open_store
-    from tasks.runs import stored_config
+    from tasks.runtime.lifecycle import stored_config
 
     try:
         events = open_store(store_uri).read_rows("runs", check_name("run id", run_id))

@@ -10,10 +10,9 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
-from storage.catalog import READ_ONLY, ReadOnlyError, connect
-from storage.catalog import sql as run_sql
-from storage.catalog import write_catalog
 from schemas.tables import TABLES
+from storage.catalog import READ_ONLY, ReadOnlyError, connect, write_catalog
+from storage.catalog import sql as run_sql
 from storage.store import open_store
 
 
@@ -154,7 +153,7 @@ def timeout_warning(store_uri: str, run_id: str) -> str | None:
     """A line to print when more than 10% of a run's executions timed out (the limit,
     not the candidates, may be what the run measured), with what to raise. None when
     fewer did, or when the executions cannot be read (`ratchet check` says why)."""
-    from tasks.runs import stored_config
+    from tasks.runtime.lifecycle import stored_config
 
     try:
         [row] = run_sql(open_store(store_uri), TIMEOUT_SHARE.format(run="'" + run_id.replace("'", "''") + "'")).to_pylist()

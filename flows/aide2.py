@@ -14,8 +14,8 @@ from prefect import flow
 
 from flows.evolve import evolve
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.outer import child_run_id, gate_agent, propose_agent
-from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.loops.aide2.outer import child_run_id, gate_agent, propose_agent
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
 
 SPEC = LOOP_SPECS["aide2"]
 

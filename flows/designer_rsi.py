@@ -27,9 +27,9 @@ from prefect import flow
 from prefect.transactions import transaction
 
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.designer import design, distill_gaps, plant_library, serve
-from tasks.designer_gate import designer_summary, final_test, gate_skill, publish_skill, replay_skill
-from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.loops.designer_rsi.designer import design, distill_gaps, plant_library, serve
+from tasks.loops.designer_rsi.designer_gate import designer_summary, final_test, gate_skill, publish_skill, replay_skill
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
 
 SPEC = LOOP_SPECS["designer_rsi"]
 

@@ -19,13 +19,13 @@ from prefect import flow
 from prefect.transactions import transaction
 
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.distill import distill
-from tasks.execute import execute
 from tasks.gate.stage import gate
-from tasks.register import register
-from tasks.runs import champion_summary, new_run_id, recorded_run, start_run
-from tasks.sample import sample
-from tasks.score import score
+from tasks.runtime.lifecycle import champion_summary, new_run_id, recorded_run, start_run
+from tasks.stages.distill import distill
+from tasks.stages.execute import execute
+from tasks.stages.register import register
+from tasks.stages.sample import sample
+from tasks.stages.score import score
 
 SPEC = LOOP_SPECS["evolve"]
 

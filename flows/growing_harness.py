@@ -35,9 +35,16 @@ from prefect import flow
 from prefect.transactions import transaction
 
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.grow import fill_window, repair, rerun, scaffold, settle_window
-from tasks.grow_gate import admit_scaffold, check_version, commit_state, final_check, grow_summary, register_final
-from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.loops.growing_harness.grow import fill_window, repair, rerun, scaffold, settle_window
+from tasks.loops.growing_harness.grow_gate import (
+    admit_scaffold,
+    check_version,
+    commit_state,
+    final_check,
+    grow_summary,
+    register_final,
+)
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
 
 SPEC = LOOP_SPECS["growing_harness"]
 

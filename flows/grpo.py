@@ -15,32 +15,14 @@ published chunk and reproduces the uninterrupted run on CPU."""
 
 from __future__ import annotations
 
-import dask
 from prefect import flow
 
+from flows.training import train_in_chunks
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.runs import new_run_id, recorded_run, start_run
-from tasks.runtime import RunRef
-from tasks.train import evaluate_policy, init_policy, policy_summary, register_policy, train_chunk
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.stages import init_policy, policy_summary, register_policy, train_chunk
 
 SPEC = LOOP_SPECS["grpo"]
-
-
-def chunk_plan(budget: int, eval_every: int) -> list[tuple[int, int]]:
-    """(first step, steps) of each training chunk: `eval_every` steps each, the last one
-    shorter when the budget of optimizer steps is not a multiple."""
-    return [(first, min(eval_every, budget - first)) for first in range(0, budget, eval_every)]
-
-
-def train_in_chunks(ref: RunRef, config: RunConfig, policy: str, train) -> str:
-    """Evaluate the policy, then train it chunk by chunk with the `train` stage (GRPO's or
-    a variant's: same signature), evaluating after each chunk; returns the last policy."""
-    evaluate_policy(ref, policy)
-    for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
-        with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
-            policy = train(ref, chunk, first_step, n_steps, policy)
-        evaluate_policy(ref, policy)
-    return policy
 
 
 def progress_total(config: RunConfig) -> int:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from prefect import flow
 
-from flows.grpo import train_in_chunks
+from flows.training import train_in_chunks
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.harness import train_bandit_chunk
-from tasks.runs import new_run_id, recorded_run, start_run
-from tasks.train import init_policy, policy_summary, register_policy
+from tasks.loops.harness_bandit.bandit_train import train_bandit_chunk
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.stages import init_policy, policy_summary, register_policy
 
 SPEC = LOOP_SPECS["harness_bandit"]
 

@@ -37,9 +37,9 @@ from prefect import flow
 from prefect.transactions import transaction
 
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.medrsi import build, diagnose, discover, plant
-from tasks.medrsi_gate import admit, admit_seed, enrol, medrsi_summary, register_tools, trial, weigh
-from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.loops.medrsi.medrsi_gate import admit, admit_seed, enrol, medrsi_summary, register_tools, trial, weigh
+from tasks.loops.medrsi.medrsi_stages import build, diagnose, discover, plant
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
 
 SPEC = LOOP_SPECS["medrsi"]
 

@@ -24,11 +24,17 @@ from __future__ import annotations
 import dask
 from prefect import flow
 
-from flows.grpo import chunk_plan
+from flows.training import chunk_plan
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.distill_train import distill_chunk, evaluate_student, init_student, register_student, train_teacher_once
-from tasks.runs import new_run_id, recorded_run, start_run
-from tasks.train import policy_summary
+from tasks.loops.opd.distill_train import (
+    distill_chunk,
+    evaluate_student,
+    init_student,
+    register_student,
+    train_teacher_once,
+)
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.stages import policy_summary
 
 SPEC = LOOP_SPECS["opd"]
 

@@ -13,18 +13,18 @@ or drawing their own (independent).
     register the final policy with its holdout accuracy     (registry: stable, champion)
 
 Departures from the paper: arith's verifier replaces the 13-tool simulator (see
-`tasks.noise`), the preregistered AUC gate is the findings script's paired comparison
+`tasks.loops.paired_rollouts.noise`), the preregistered AUC gate is the findings script's paired comparison
 across seeds, and the probe runs on training batches rather than 8 checkpoints."""
 
 from __future__ import annotations
 
 from prefect import flow
 
-from flows.grpo import train_in_chunks
+from flows.training import train_in_chunks
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.paired import train_paired_chunk
-from tasks.runs import new_run_id, recorded_run, start_run
-from tasks.train import init_policy, policy_summary, register_policy
+from tasks.loops.paired_rollouts.paired import train_paired_chunk
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.stages import init_policy, policy_summary, register_policy
 
 SPEC = LOOP_SPECS["paired_rollouts"]
 

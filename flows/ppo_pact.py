@@ -13,7 +13,7 @@ importance-corrected probability (PACT: From Credit Assignment to Critic Alignme
         checkpoint actor and critic; track the actor's select accuracy
     register the final actor with its holdout accuracy                       (registry: stable, champion)
 
-Departs from the paper: see `tasks.actor_critic` (one actor step per batch, critic
+Departs from the paper: see `tasks.loops.ppo_pact.actor_critic` (one actor step per batch, critic
 initialised from the warm start, no advantage whitening). Every stage publishes
 deterministic parts, so a resumed run reproduces the uninterrupted run on CPU."""
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 import dask
 from prefect import flow
 
-from flows.grpo import chunk_plan
+from flows.training import chunk_plan
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.critic_train import init_actor_critic, train_actor_critic
-from tasks.runs import new_run_id, recorded_run, start_run
-from tasks.train import evaluate_policy, policy_summary, register_policy
+from tasks.loops.ppo_pact.critic_train import init_actor_critic, train_actor_critic
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.stages import evaluate_policy, policy_summary, register_policy
 
 SPEC = LOOP_SPECS["ppo_pact"]
 

@@ -30,10 +30,10 @@ from prefect import flow
 from prefect.transactions import transaction
 
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.heal import detect, heal, notice, plant
-from tasks.heal_gate import heal_summary, register_rule, replay, validate
-from tasks.heal_guard import guard_is_due, library_guard
-from tasks.runs import new_run_id, recorded_run, start_run
+from tasks.loops.self_healing.heal import detect, heal, notice, plant
+from tasks.loops.self_healing.heal_gate import heal_summary, register_rule, replay, validate
+from tasks.loops.self_healing.heal_guard import guard_is_due, library_guard
+from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
 
 SPEC = LOOP_SPECS["self_healing"]
 

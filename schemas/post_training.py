@@ -289,7 +289,7 @@ class DistillRunConfig(Config):
     cal_probe: Literal["answer", "solution"] = "answer"
     """Cal-OPD probes: the context level that carries the verdict claim. The positive probe
     gives the teacher the student's own answer (or whole response) as the reference, the
-    negative probe another rollout's (see `tasks.opd_methods`)."""
+    negative probe another rollout's (see `tasks.loops.opd.opd_methods`)."""
     jsd_beta: float = Field(0.5, gt=0.0, lt=1.0)
     """Attract/Repel: student weight in the JSD mixture (*not specified*)."""
     attract_weight: float = Field(0.5, gt=0.0, le=1.0)

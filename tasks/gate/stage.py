@@ -11,10 +11,10 @@ from prefect.transactions import Transaction, get_transaction
 from schemas.configs import RunConfig
 from schemas.ids import derived_id, seed_for
 from schemas.rows import GateDecisionRow, RegistryRow, ScoreRow
-from tasks.archive import case_scores
 from tasks.gate.best_so_far import best_so_far_gate
-from tasks.retry import STAGE_OPTIONS
-from tasks.runtime import RunRef, anchored_scorer_version, run_config, run_suite, store_for
+from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
+from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.search.archive import case_scores
 
 GATE = "best_so_far"
 CHAMPION = "champion"

@@ -4,7 +4,6 @@ figure is a finite positive number, and the CLI prints the table and the summary
 import math
 from pathlib import Path
 
-
 from kernels.build import LOSSES
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "kernels.py"

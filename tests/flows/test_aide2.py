@@ -6,7 +6,7 @@ import pytest
 from flows.aide2 import aide2
 from schemas.configs import EvolveConfig, RunConfig
 from storage.store import open_store
-from tasks.outer import tpe_proposal
+from tasks.loops.aide2.outer import tpe_proposal
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -127,8 +127,8 @@ def test_bad_designer_config_names_the_field():
 
 
 def test_the_loop_is_registered_for_the_cli():
-    from schemas.loops import LOOP_SPECS
     from flows import LOOPS, PROGRESS
+    from schemas.loops import LOOP_SPECS
 
     assert LOOPS["designer_rsi"] is designer_rsi and LOOP_SPECS["designer_rsi"].default_suite == "toolsim"
     assert PROGRESS["designer_rsi"](small_config()) == 4

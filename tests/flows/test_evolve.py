@@ -74,7 +74,7 @@ def test_bin_packing_run_gates_against_first_champion(prefect_server, tmp_path):
 
 
 def test_failed_register_rolls_back_the_gate_and_resume_completes(prefect_server, tmp_path, monkeypatch):
-    import tasks.register as register_module
+    import tasks.stages.register as register_module
 
     config = small_config(budget=3)
     reference = evolve(config=config, store_uri=str(tmp_path / "ref"), run_id="ref")

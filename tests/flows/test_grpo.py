@@ -7,13 +7,14 @@ import math
 import pytest
 import torch
 
-from flows.grpo import chunk_plan, grpo, progress_total
+from flows.grpo import grpo, progress_total
+from flows.training import chunk_plan
 from schemas.configs import RunConfig
 from schemas.post_training import GRPOConfig
 from storage.store import open_store
 from suites.arith import Arith
 from suites.arith.lm import from_bytes
-from tasks.policy import greedy_outputs
+from tasks.training.policy import greedy_outputs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TABLES = ("candidates", "cases", "executions", "scores", "registry", "train_steps")
@@ -76,7 +77,7 @@ def test_grpo_trains_registers_reruns_and_resumes(prefect_server, tmp_path, monk
     again = grpo(config=small_config(), store_uri=str(tmp_path / "a"), run_id="grpo-a")
     assert counts(store) == before and again["candidate_id"] == summary["candidate_id"]
 
-    import tasks.train as train_module
+    import tasks.training.stages as train_module
 
     real_step, failed = train_module.train_step, []
 

@@ -7,10 +7,10 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from schemas.loops import LOOP_SPECS
 from flows import LOOPS, PROGRESS
 from flows.harness_bandit import harness_bandit, progress_total, with_harness_categories
 from schemas.configs import RunConfig
+from schemas.loops import LOOP_SPECS
 from schemas.post_training import GRPOConfig, HarnessBanditConfig
 from storage.catalog import sql
 from storage.store import open_store

@@ -14,8 +14,8 @@ from schemas.configs import RunConfig
 from schemas.post_training import DistillRunConfig
 from storage.catalog import sql
 from storage.store import open_store
-from tasks.distill_train import TEACHER_NAME, teacher_partition
-from tasks.opd_methods import METHODS
+from tasks.loops.opd.distill_train import TEACHER_NAME, teacher_partition
+from tasks.loops.opd.opd_methods import METHODS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TABLES = ("candidates", "executions", "scores", "registry", "train_steps")

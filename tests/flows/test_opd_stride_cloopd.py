@@ -13,7 +13,7 @@ from schemas.configs import RunConfig
 from schemas.post_training import CLOOPDMethodConfig, DistillRunConfig, STRIDEMethodConfig
 from storage.store import open_store
 from suites.arith.lm import from_bytes
-from tasks.opd_methods import METHODS
+from tasks.loops.opd.opd_methods import METHODS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

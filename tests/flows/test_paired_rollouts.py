@@ -8,10 +8,10 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from schemas.loops import LOOP_SPECS
 from flows import LOOPS, PROGRESS
 from flows.paired_rollouts import paired_rollouts, progress_total
 from schemas.configs import RunConfig
+from schemas.loops import LOOP_SPECS
 from schemas.post_training import GRPOConfig, PairedRolloutsConfig
 from storage.catalog import sql
 from storage.store import open_store

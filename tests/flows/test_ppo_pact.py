@@ -8,14 +8,14 @@ import math
 import pytest
 import torch
 
-from schemas.loops import LOOP_SPECS
 from flows import LOOPS, PROGRESS
 from flows.ppo_pact import ppo_pact
 from schemas.configs import RunConfig
+from schemas.loops import LOOP_SPECS
 from schemas.post_training import PPOPACTConfig
 from storage.store import open_store
-from tasks.actor_critic import load_critic
-from tasks.critic_train import CRITIC
+from tasks.loops.ppo_pact.actor_critic import load_critic
+from tasks.loops.ppo_pact.critic_train import CRITIC
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TABLES = ("candidates", "cases", "executions", "scores", "registry", "train_steps")
@@ -67,7 +67,7 @@ def test_ppo_pact_trains_registers_reruns_and_resumes(prefect_server, tmp_path, 
     again = ppo_pact(config=small_config(), store_uri=str(tmp_path / "a"), run_id="pact-a")
     assert counts(store) == before and again["candidate_id"] == summary["candidate_id"]
 
-    import tasks.critic_train as stage_module
+    import tasks.loops.ppo_pact.critic_train as stage_module
 
     real_step, failed = stage_module.actor_critic_step, []
 

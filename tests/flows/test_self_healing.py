@@ -12,9 +12,10 @@ from schemas.ids import content_id
 from storage.catalog import sql
 from storage.store import open_store
 from storage.tracking import default_tracking_uri
-from tasks.heal import harness_document
-from tasks.heal_logic import ablations, harness_source
-from tasks.runtime import RunRef
+from tasks.harness_loops.documents import harness_source
+from tasks.harness_loops.episodes import harness_document
+from tasks.loops.self_healing.heal_logic import ablations
+from tasks.runtime.context import RunRef
 
 pytestmark = [pytest.mark.integration]
 

@@ -4,6 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import suites.data
 from suites.base import Case, Verdict
 from suites.bin_packing import (
     DATASET_FILES,
@@ -17,7 +18,6 @@ from suites.bin_packing import (
     pack_online,
     read_instances,
 )
-import suites.data
 from suites.data import REFERENCE_DIR, REFERENCE_SHA256, ReferenceDataError, read_verified, verify_all
 from suites.registry import get_suite
 

@@ -1,7 +1,20 @@
 import pytest
 import torch
 
-from suites.arith.tokenizer import BOS, CHARS, EOS, HINT, HINT_END, PAD, SEP, WRITE, Tokenizer, left_pad, right_pad, splice
+from suites.arith.tokenizer import (
+    BOS,
+    CHARS,
+    EOS,
+    HINT,
+    HINT_END,
+    PAD,
+    SEP,
+    WRITE,
+    Tokenizer,
+    left_pad,
+    right_pad,
+    splice,
+)
 
 TOK = Tokenizer()
 

@@ -14,6 +14,7 @@ import pytest
 from schemas.configs import SandboxConfig
 from suites.executors import SandboxError, SubprocessExecutor
 
+
 @pytest.fixture
 def sandbox_root() -> Iterator[str]:
     """Where one test's sandbox directories go; world-traversable so that a sandbox uid

@@ -10,8 +10,7 @@ import pytest
 
 from schemas.configs import SandboxConfig
 from suites.base import Case
-from suites.executors import InProcessExecutor, SandboxError, SubprocessExecutor, make_executor
-from suites.executors import sandbox
+from suites.executors import InProcessExecutor, SandboxError, SubprocessExecutor, make_executor, sandbox
 from suites.executors.sandbox import ISOLATION_ENV
 
 RUNNER = "def run(fn, payload):\n    return fn(**payload)\n"

@@ -1,9 +1,9 @@
 import pytest
 
 from suites.toolsim import ToolSim
+from suites.toolsim.episode import run_episode
 from suites.toolsim.faults import FaultSchedule, grading_flipped
 from suites.toolsim.harness import load_harness
-from suites.toolsim.episode import run_episode
 from suites.toolsim.suite import reseeded
 
 # Two harnesses that take different paths through the same cases: the default plans,

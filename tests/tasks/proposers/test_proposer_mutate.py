@@ -7,8 +7,8 @@ import pytest
 
 from schemas.configs import MUTATION_OPERATORS, EvolveConfig
 from tasks.proposers.ast_edits import constant_sites, operator_sites, statement_sites, swap_sites
-from tasks.proposers.crossover import crossover_sites
 from tasks.proposers.base import FailureMemoryItem, NoMutableSites, ParentInfo, ProposerError
+from tasks.proposers.crossover import crossover_sites
 from tasks.proposers.mutate import MutationProposer, operator_weights
 
 PRIORITY = """import numpy as np

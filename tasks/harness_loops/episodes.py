@@ -1,0 +1,56 @@
+"""A harness candidate's executions and their trusted episodes: the suite re-simulates
+each ok case under the harness the candidate returned; `record_steps` writes the
+trajectories to the `steps` table once per (tag, candidate)."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from schemas.rows import ExecutionRow, StepRow
+from suites.base import Case
+from tasks.harness_loops.documents import literal_document
+from tasks.runtime.context import RunRef, run_suite, store_for
+from tasks.stages.execute import part_key
+from tasks.stages.score import blob_id
+
+
+def executions_of(ref: RunRef, tag: str, candidate_id: str) -> list[ExecutionRow]:
+    store = store_for(ref.store_uri)
+    key = part_key(tag, candidate_id)
+    return store.read_part("executions", ref.run_id, "execute", key) if store.has_part(
+        "executions", ref.run_id, "execute", key) else []
+
+
+def episodes(ref: RunRef, executions: Sequence[ExecutionRow]) -> list[tuple[ExecutionRow, Case, object]]:
+    """(execution, case, trusted episode) for every ok execution: the suite re-simulates
+    the case under the harness the candidate returned."""
+    store, suite = store_for(ref.store_uri), run_suite(ref)
+    cases = {c.case_id: c for c in suite.cases()}
+    out = []
+    for execution in executions:
+        if execution.status == "ok" and execution.output_uri:
+            output = json.loads(store.get_blob(blob_id(execution.output_uri)))
+            out.append((execution, cases[execution.case_id], suite.episode(cases[execution.case_id], output)))
+    return out
+
+
+def record_steps(ref: RunRef, tag: str, candidate_id: str) -> None:
+    """One StepRow per step of every episode under (tag, candidate) (idempotent)."""
+    store, key = store_for(ref.store_uri), part_key(tag, candidate_id)
+    if store.has_part("steps", ref.run_id, "trace", key):
+        return
+    rows = [
+        StepRow(run_id=ref.run_id, execution_id=execution.execution_id, step=step["step"], kind=step["kind"],
+                name=step["name"], args_json=step["args_json"], result_json=step["result_json"], ok=step["ok"],
+                reward=step["reward"], logprob=step["logprob"], teacher_logprob=step["teacher_logprob"])
+        for execution, _, episode in episodes(ref, executions_of(ref, tag, candidate_id)) for step in episode.steps
+    ]
+    store.write_part("steps", ref.run_id, "trace", key, rows)
+
+
+def harness_document(ref: RunRef, candidate_id: str) -> dict:
+    """The harness document of a candidate: its program (the blob named by its id, since
+    a candidate's id is the sha256 of its source) returns one literal, read without
+    running it. One reader for every harness loop."""
+    return literal_document(store_for(ref.store_uri).get_blob(candidate_id).decode())

@@ -1,0 +1,164 @@
+"""Run lifecycle stages: start (status event, anchored scorer, cases, tracker run),
+resume checks, and finish. Status is append-only: the latest event wins."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from statistics import fmean
+from typing import Iterator, Sequence
+
+from prefect import task
+from prefect.runtime import flow_run
+
+from schemas.configs import RunConfig
+from schemas.rows import CaseRow, RunRow, ScoreRow
+from suites.base import Suite
+from tasks.runtime.context import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
+from tasks.runtime.failpoints import fail_point
+from tasks.runtime.retry import STAGE_OPTIONS
+
+PACKAGES = ("schemas", "storage", "kernels", "suites", "tasks", "flows", "cli")
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """Hash of the project's Python sources, so every row can be traced to the code."""
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def new_run_id(loop: str) -> str:
+    return f"{loop}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def _event(ref: RunRef, config: RunConfig, status: str, started_at: datetime, config_json: str,
+           parent_run_id: str | None, error: str | None = None) -> RunRow:
+    now = datetime.now(timezone.utc)
+    return RunRow(
+        run_id=ref.run_id, loop=config.loop, suite=config.suite, config_json=config_json, status=status,
+        event_at=now, started_at=started_at, finished_at=now if status != "running" else None,
+        parent_run_id=parent_run_id, prefect_flow_run_id=flow_run.get_id(), mlflow_run_id=None,
+        code_version=code_version(), error=error,
+    )
+
+
+def anchored_version(suites: Sequence[Suite]) -> str:
+    return "+".join(s.scorer_version() for s in suites)
+
+
+@task(name="start-run", **STAGE_OPTIONS)
+def start_run(
+    store_uri: str, run_id: str, config: RunConfig, suite_names: tuple[str, ...], parent_run_id: str | None = None
+) -> RunRef:
+    """Record the run's start (or a resume), anchor its scorers, and publish its cases."""
+    ref = RunRef(store_uri=store_uri, run_id=run_id)
+    store = store_for(store_uri)
+    suites = [make_suite(config, name) for name in suite_names]
+    if store.has_part("runs", run_id, "status", "running"):
+        check_resumable(ref, anchored_version(suites))
+        first = store.read_part("runs", run_id, "status", "running")[0]
+        resumes = sum(1 for r in store.read_rows("runs", run_id) if r.status == "running")
+        store.write_part("runs", run_id, "status", f"resume-{resumes}",
+                         [_event(ref, config, "running", first.started_at, first.config_json, parent_run_id)])
+    else:
+        config_json = json.dumps({"config": config.model_dump(mode="json"), "scorer_version": anchored_version(suites)},
+                                 sort_keys=True)
+        store.write_part("runs", run_id, "status", "running",
+                         [_event(ref, config, "running", datetime.now(timezone.utc), config_json, parent_run_id)])
+    with recorded_failure(ref):
+        fail_point("start", "cases")
+        if not store.has_part("cases", run_id, "setup", "cases"):
+            rows = [CaseRow(run_id=run_id, suite=suite.name, case_id=c.case_id, split=c.split,
+                            payload_json=json.dumps(c.payload, sort_keys=True))
+                    for suite in suites for c in suite.cases()]
+            store.write_part("cases", run_id, "setup", "cases", rows)
+        tracker_for(ref).start_run(run_id, config.loop, {"suite": config.suite, "seed": str(config.seed),
+                                                         "budget": str(config.budget), "proposer": config.proposer})
+    return ref
+
+
+@contextmanager
+def recorded_failure(ref: RunRef) -> Iterator[RunRef]:
+    """Record a failure inside the block as the run's `failed` event (with its error)
+    and re-raise it; Ctrl-C is recorded as `failed` with "interrupted", so the run is
+    never left `running` and `ratchet resume` continues it."""
+    try:
+        yield ref
+    except BaseException as exc:
+        reason = "interrupted (Ctrl-C or SIGINT)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        finish_run.fn(ref, "failed", reason)  # the plain function: Prefect may be unwinding
+        raise
+
+
+@contextmanager
+def recorded_run(ref: RunRef) -> Iterator[RunRef]:
+    """The body of a loop's flow: a body that completes is recorded as `finished`; a
+    failure is recorded as a `failed` event (with its error) and re-raised."""
+    with recorded_failure(ref):
+        yield ref
+    finish_run(ref)
+
+
+def check_resumable(ref: RunRef, current_scorer: str) -> None:
+    """A run can only resume under the scorer it was anchored to."""
+    anchored = json.loads(store_for(ref.store_uri).read_part("runs", ref.run_id, "status", "running")[0].config_json)
+    if anchored["scorer_version"] != current_scorer:
+        raise RuntimeError(
+            f"run {ref.run_id} was anchored to scorer {anchored['scorer_version']} but the installed suite's scorer "
+            f"is {current_scorer}; resume it with the code version it started with"
+        )
+
+
+@task(name="finish-run", **STAGE_OPTIONS)
+def finish_run(ref: RunRef, status: str = "finished", error: str | None = None) -> None:
+    store = store_for(ref.store_uri)
+    first = store.read_part("runs", ref.run_id, "status", "running")[0]
+    key = "finished" if status == "finished" else f"failed-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
+    store.write_part("runs", ref.run_id, "status", key,
+                     [_event(ref, run_config(ref), status, first.started_at, first.config_json, first.parent_run_id, error)])
+    tracker_for(ref).finish_run(ref.run_id, status)
+
+
+def stored_config(store_uri: str, run_id: str) -> RunConfig:
+    """The config a run started with, for `ratchet resume`."""
+    return run_config(RunRef(store_uri=store_uri, run_id=run_id))
+
+
+def normalized_mean(suite: Suite, scores: Sequence[ScoreRow], candidate_id: str, split: str) -> float | None:
+    """Mean over a split's cases of the suite's normalised score (1.0 = published best)."""
+    by_case: dict[str, dict[str, float]] = {}
+    for row in scores:
+        if row.candidate_id == candidate_id and row.split == split:
+            by_case.setdefault(row.case_id, {})[row.metric] = row.value
+    return fmean(suite.normalized(m) for m in by_case.values()) if by_case else None
+
+
+@task(name="summarize")
+def champion_summary(ref: RunRef) -> dict[str, object]:
+    """The run's final champion: candidate, select and holdout scores, evaluations used."""
+    store, suite = store_for(ref.store_uri), run_suite(ref)
+    registry = sorted(store.read_rows("registry", ref.run_id), key=lambda r: r.version)
+    executions = store.read_rows("executions", ref.run_id)
+    best = registry[-1] if registry else None
+    scores = store.read_rows("scores", ref.run_id) if best else []
+    return {
+        "run_id": ref.run_id, "suite": suite.name, "metric": suite.primary_metric,
+        "candidate_id": best.candidate_id if best else None,
+        "select_score": best.select_score if best else None,
+        "holdout_score": best.holdout_score if best else None,
+        "select_normalized": normalized_mean(suite, scores, best.candidate_id, "select") if best else None,
+        "holdout_normalized": normalized_mean(suite, scores, best.candidate_id, "holdout") if best else None,
+        "candidates": len(store.read_rows("candidates", ref.run_id)),
+        "executions": len(executions),
+    }

@@ -1,0 +1,66 @@
+"""distill: turn the run's failures into a failure memory the proposer reads.
+
+An entry is an (operator, error kind) pair with its support: how many distinct
+candidates made by that operator hit that error kind. Entries with at least
+`failure_min_support` are active; the mutation proposer down-weights their operators
+and the LLM proposer lists them in its prompt. Each round writes a full snapshot."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+from prefect import task
+
+from schemas.ids import derived_id
+from schemas.rows import CandidateRow, DistillateRow, ExecutionRow, ScoreRow
+from tasks.runtime.context import RunRef, run_config, run_suite, store_for
+from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.search.archive import error_kinds
+
+
+def failure_modes(
+    ref: RunRef,
+    round_index: int,
+    candidates: Sequence[CandidateRow],
+    executions: Sequence[ExecutionRow],
+    scores: Sequence[ScoreRow],
+    min_support: int,
+) -> list[DistillateRow]:
+    operator_of = {c.candidate_id: c.operator for c in candidates if c.round <= round_index}
+    kinds = error_kinds(
+        [e for e in executions if e.candidate_id in operator_of],
+        [s for s in scores if s.candidate_id in operator_of],
+    )
+    sources: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for candidate_id, candidate_kinds in kinds.items():
+        for kind in set(candidate_kinds):
+            sources[(operator_of[candidate_id], kind)].add(candidate_id)
+    failed: dict[str, list[str]] = defaultdict(list)
+    for execution in executions:
+        if execution.status != "ok":
+            failed[execution.candidate_id].append(execution.execution_id)
+    return [
+        DistillateRow(
+            run_id=ref.run_id, distillate_id=derived_id(ref.run_id, "failure_mode", operator, kind),
+            round=round_index, kind="failure_mode", content=f"{operator}\t{kind}", uri=None,
+            source_execution_ids=sorted(e for c in ids for e in failed.get(c, []))[:20], support=len(ids),
+            status="active" if len(ids) >= min_support else "observed",
+        )
+        for (operator, kind), ids in sorted(sources.items())
+    ]
+
+
+@task(name="distill", **STAGE_OPTIONS)
+def distill(ref: RunRef, round_index: int) -> int:
+    """Publish this round's failure-memory snapshot; returns the number of active entries."""
+    store = store_for(ref.store_uri)
+    key = f"r{round_index:04d}"
+    if not store.has_part("distillates", ref.run_id, "distill", key):
+        rows = failure_modes(
+            ref, round_index, store.read_rows("candidates", ref.run_id), store.read_rows("executions", ref.run_id),
+            [s for s in store.read_rows("scores", ref.run_id) if s.metric == run_suite(ref).primary_metric],
+            run_config(ref).evolve.failure_min_support,
+        )
+        store.write_part("distillates", ref.run_id, "distill", key, rows)
+    return sum(r.status == "active" for r in store.read_part("distillates", ref.run_id, "distill", key))

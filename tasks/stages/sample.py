@@ -1,0 +1,128 @@
+"""sample: propose a round's children from the archive (pure), then publish them.
+
+Parents come from island pools by tournament; a child is a mutation of one parent or,
+with probability `crossover_rate`, a crossover of two. The RNG stream is derived from
+(run seed, round), so a resumed run proposes exactly the candidates it would have."""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from prefect import task
+
+from schemas.configs import EvolveConfig
+from schemas.ids import content_id, seed_for
+from schemas.rows import CandidateRow, DistillateRow
+from tasks.proposers import make_proposer
+from tasks.proposers.base import FailureMemoryItem, ParentInfo, Proposal, Proposer
+from tasks.runtime.context import RunRef, run_config, run_suite, store_for
+from tasks.runtime.failpoints import crash_point
+from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.search.archive import Member, build_archive, island_pool, tournament
+
+DUPLICATE_RETRIES = 8
+
+
+def failure_memory(distillates: Sequence[DistillateRow], round_index: int) -> list[FailureMemoryItem]:
+    """The failure memory the proposer reads: the latest snapshot before this round."""
+    earlier = [d for d in distillates if d.kind == "failure_mode" and d.round < round_index]
+    if not earlier:
+        return []
+    latest = max(d.round for d in earlier)
+    items = []
+    for d in earlier:
+        if d.round == latest and d.status == "active":
+            operator, error_kind = d.content.split("\t", 1)
+            items.append(FailureMemoryItem(operator=operator, error_kind=error_kind, support=d.support))
+    return sorted(items, key=lambda i: (-i.support, i.operator, i.error_kind))
+
+
+def _parent_info(member: Member, sources: dict[str, str]) -> ParentInfo:
+    return ParentInfo(
+        candidate_id=member.candidate_id,
+        source=sources[member.candidate_id],
+        score=member.train_score,
+        errors=tuple(reversed(member.errors[-5:])),
+    )
+
+
+def propose_children(
+    archive: Sequence[Member],
+    sources: dict[str, str],
+    memory: Sequence[FailureMemoryItem],
+    proposer: Proposer,
+    config: EvolveConfig,
+    round_index: int,
+    n_children: int,
+    rng: random.Random,
+) -> list[tuple[Proposal, int]]:
+    """(proposal, island) for each child. A child identical to an archived or sibling
+    program is redrawn; after `DUPLICATE_RETRIES` identical draws it is dropped, so the
+    candidates table never holds the same program twice."""
+    seen = {m.candidate_id for m in archive}
+    children: list[tuple[Proposal, int]] = []
+    for k in range(n_children):
+        island = (round_index * n_children + k) % config.islands
+        pool = island_pool(archive, island, round_index, config)
+        for _ in range(DUPLICATE_RETRIES):
+            parents = [tournament(pool, rng, config.tournament_size)]
+            if len(pool) > 1 and rng.random() < config.crossover_rate:
+                parents.append(tournament(pool, rng, config.tournament_size))
+            proposal = proposer.propose([_parent_info(p, sources) for p in parents], rng, memory)
+            if content_id(proposal.source) not in seen:
+                seen.add(content_id(proposal.source))
+                children.append((proposal, island))
+                break
+    return children
+
+
+def _seed_row(ref: RunRef, source_uri: str, candidate_id: str, kind: str) -> CandidateRow:
+    return CandidateRow(
+        run_id=ref.run_id, candidate_id=candidate_id, round=0, parent_ids=[], operator="seed",
+        proposer="seed", artifact_kind=kind, artifact_uri=source_uri, island=-1,
+        summary="the suite's seed program",
+    )
+
+
+@task(name="sample", **STAGE_OPTIONS)
+def sample(ref: RunRef, round_index: int, n_children: int) -> list[str]:
+    """Publish round `round_index`'s candidates; returns their ids (idempotent)."""
+    store = store_for(ref.store_uri)
+    key = f"r{round_index:04d}"
+    if store.has_part("candidates", ref.run_id, "sample", key):
+        return [r.candidate_id for r in store.read_part("candidates", ref.run_id, "sample", key)]
+    crash_point("sample", round_index)
+    config, suite = run_config(ref), run_suite(ref)
+    if round_index == 0:
+        source = suite.seed_program()
+        blob = store.put_blob(source.encode())
+        rows = [_seed_row(ref, store.blob_uri(blob), blob, suite.artifact_kind)]
+    else:
+        rows = _propose_rows(ref, config, suite.primary_metric, suite.artifact_kind, round_index, n_children)
+    store.write_part("candidates", ref.run_id, "sample", key, rows)
+    return [r.candidate_id for r in rows]
+
+
+def _propose_rows(ref, config, metric, kind, round_index, n_children) -> list[CandidateRow]:
+    store = store_for(ref.store_uri)
+    candidates = store.read_rows("candidates", ref.run_id)
+    archive = build_archive(
+        candidates, store.read_rows("scores", ref.run_id), store.read_rows("executions", ref.run_id), metric
+    )
+    sources = {c.candidate_id: store.get_blob(c.candidate_id).decode() for c in candidates}
+    memory = failure_memory(store.read_rows("distillates", ref.run_id), round_index) if config.evolve.failure_memory else []
+    proposer = make_proposer(config.proposer, config.evolve)
+    rng = random.Random(seed_for(config.seed, "sample", round_index))
+    children = propose_children(archive, sources, memory, proposer, config.evolve, round_index, n_children, rng)
+    rows = []
+    for proposal, island in children:
+        blob = store.put_blob(proposal.source.encode())
+        rows.append(
+            CandidateRow(
+                run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=list(proposal.parent_ids),
+                operator=proposal.operator, proposer=proposal.proposer, artifact_kind=kind,
+                artifact_uri=store.blob_uri(blob), island=island, summary=proposal.summary,
+            )
+        )
+    return rows

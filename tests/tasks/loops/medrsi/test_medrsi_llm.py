@@ -1,0 +1,84 @@
+"""The medrsi tool builder behind `proposer: llm`, against a local OpenAI-compatible
+stub: an answer becomes a tool only if it adds exactly one rule or skill."""
+
+import json
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from schemas.configs import EvolveConfig
+from tasks.harness_loops.documents import added_tool, harness_source, literal_document
+from tasks.loops.medrsi.medrsi_llm import llm_tool
+from tasks.loops.medrsi.medrsi_logic import Cluster
+from tasks.proposers.rule_evidence import Trace
+
+RETRY = {"id": "retry", "trigger": {"on_error": "rate_limited", "tool": "*"}, "action": {"retry": {"max": 2}}}
+SKILL = {"name": "s", "trigger": {"template": "cancel_latest_order"}, "steps": [{"call": "list_orders"}]}
+STABLE = {"version": 1, "rules": [RETRY], "skills": []}
+
+
+def test_added_tool_finds_the_one_new_rule_or_skill():
+    other = dict(RETRY, id="r2", trigger={"on_error": "transient_unavailable", "tool": "*"})
+    assert added_tool(STABLE, {**STABLE, "rules": [RETRY, other]}) == ("add_rule", other)
+    assert added_tool(STABLE, {**STABLE, "skills": [SKILL]}) == ("put_skill", SKILL)
+    assert added_tool(STABLE, STABLE) is None                                       # nothing added
+    assert added_tool(STABLE, {**STABLE, "rules": [other]}) is None                 # a stable rule dropped
+    assert added_tool(STABLE, {**STABLE, "rules": [RETRY, other], "skills": [SKILL]}) is None  # two tools
+
+
+def test_literal_document_reads_without_running():
+    assert literal_document(harness_source(STABLE)) == json.loads(json.dumps(STABLE))
+    with pytest.raises(ValueError, match="literal"):
+        literal_document("def harness():\n    return dict(version=1)\n")
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    answers: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            content = answers.pop(0)
+            message = {"role": "assistant", "content": content}
+            body = json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    monkeypatch.setenv("RATCHET_LLM_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+    monkeypatch.setenv("RATCHET_LLM_MODEL", "tiny-coder")
+    yield answers
+    server.shutdown()
+    server.server_close()
+
+
+def build(answer: str, endpoint: list[str]):
+    endpoint.append(answer)
+    cluster = Cluster("cancel_latest_order:unmet:order_cancelled", ("cancel_latest_order/000",), 3.0)
+    traces = [Trace("cancel_latest_order/000", "cancel_latest_order", (), False, unmet=("order_cancelled",))]
+    return llm_tool("s" * 64, harness_source(STABLE), STABLE, cluster, traces, EvolveConfig(), random.Random(0))
+
+
+def test_an_answer_adding_one_skill_is_a_tool(endpoint):
+    program = harness_source({**STABLE, "skills": [SKILL]})
+    edit, item, rationale = build(f"Add a skill.\n```python\n{program}```\n", endpoint)
+    assert (edit, item) == ("put_skill", SKILL) and "list_orders" in rationale
+
+
+@pytest.mark.parametrize("document, reason", [
+    ({**STABLE, "rules": []}, "exactly one"),
+    ({**STABLE, "rules": [dict(RETRY, action={"retry": {"max": 9}})]}, "not a valid harness"),
+])
+def test_an_answer_that_is_not_one_valid_tool_builds_none(endpoint, document, reason):
+    program = harness_source(document)
+    assert reason in build(f"```python\n{program}```\n", endpoint)

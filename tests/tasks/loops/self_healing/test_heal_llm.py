@@ -1,0 +1,85 @@
+"""The self_healing rule writer behind `proposer: llm`, against a local OpenAI-compatible
+stub (the wiring, not a model): an answer is a proposal only if it adds one rule or skill."""
+
+import json
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from schemas.configs import EvolveConfig
+from tasks.harness_loops.documents import harness_source
+from tasks.loops.self_healing.heal_llm import OPERATOR, llm_rule
+from tasks.proposers import ProposerUnavailable
+from tasks.proposers.rule_evidence import Trace
+
+RETRY = {"id": "retry", "trigger": {"on_error": "rate_limited", "tool": "*"}, "action": {"retry": {"max": 2}}}
+OTHER = {"id": "retry-503", "trigger": {"on_error": "transient_unavailable", "tool": "*"},
+         "action": {"retry": {"max": 2}}}
+CHAMPION = {"version": 1, "rules": [RETRY], "skills": []}
+TRACES = [Trace("cancel_latest_order/000", "cancel_latest_order", (), False, unmet=("order_cancelled",)),
+          Trace("reserve_stock/005", "reserve_stock", (), False, broken=("double_reserve",)),
+          Trace("refund_unshipped_order/000", "refund_unshipped_order", (), True)]
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    answers: list[str] = []
+    prompts: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            prompts.append(request["messages"][-1]["content"])
+            body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                     "content": answers.pop(0)}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    monkeypatch.setenv("RATCHET_LLM_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+    monkeypatch.setenv("RATCHET_LLM_MODEL", "tiny-coder")
+    yield answers, prompts
+    server.shutdown()
+    server.server_close()
+
+
+def write(document, endpoint):
+    answers, _ = endpoint
+    answers.append(f"A rule.\n```python\n{harness_source(document)}```\n")
+    return llm_rule("c" * 64, harness_source(CHAMPION), CHAMPION, TRACES, EvolveConfig(), random.Random(0))
+
+
+def test_an_answer_adding_one_rule_is_a_proposal_triggered_by_the_failures_shown(endpoint):
+    proposal = write({**CHAMPION, "rules": [RETRY, OTHER]}, endpoint)
+    assert proposal.operator == OPERATOR and proposal.target == "retry-503"
+    assert proposal.document["rules"] == [RETRY, OTHER]
+    assert proposal.triggers == ("cancel_latest_order/000", "reserve_stock/005") and proposal.support == 2
+    prompt = endpoint[1][0]
+    assert "cancel_latest_order/000" in prompt and "double_reserve" in prompt
+    assert "refund_unshipped_order/000" not in prompt  # only failures are evidence
+
+
+@pytest.mark.parametrize("document, reason", [
+    ({**CHAMPION, "rules": []}, "exactly one"),
+    ({**CHAMPION, "rules": [RETRY, OTHER, dict(OTHER, id="x", trigger={"on_error": "rate_limited", "tool": "list_orders"})]},
+     "exactly one"),
+    ({**CHAMPION, "rules": [dict(RETRY, action={"retry": {"max": 9}})]}, "not a valid harness"),
+])
+def test_an_answer_that_is_not_one_valid_rule_is_no_proposal(endpoint, document, reason):
+    assert reason in write(document, endpoint)
+
+
+def test_without_an_endpoint_the_llm_proposer_says_so(monkeypatch):
+    monkeypatch.delenv("RATCHET_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("RATCHET_LLM_MODEL", raising=False)
+    with pytest.raises(ProposerUnavailable):
+        llm_rule("c" * 64, harness_source(CHAMPION), CHAMPION, TRACES, EvolveConfig(), random.Random(0))
