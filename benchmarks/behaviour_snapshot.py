@@ -65,8 +65,10 @@ def compare(before: dict, after: dict) -> bool:
             same = False
             continue
         flags = {part: old[part] == new[part] for part in ("candidates", "decisions")}
+        outcomes = [sorted((d["round"], d["decision"]) for d in snap["decisions"]) for snap in (old, new)]
         print(f"{name:<16} candidates {'identical' if flags['candidates'] else 'DIFFER'} ({len(new['candidates'])}), "
-              f"decisions {'identical' if flags['decisions'] else 'DIFFER'} ({len(new['decisions'])})")
+              f"decisions {'identical' if flags['decisions'] else 'DIFFER'} ({len(new['decisions'])}), "
+              f"decision per round {'identical' if outcomes[0] == outcomes[1] else 'DIFFER'}")
         same &= all(flags.values())
     return same
 

@@ -53,12 +53,10 @@ def _body(item: Mapping[str, Any]) -> str:
 
 def harness_source(document: Mapping[str, Any]) -> str:
     """The candidate program of a harness document: ``harness()`` returns the literal.
-    Deterministic (sorted keys), so equal documents are equal candidates."""
+    Deterministic (sorted keys) and the same in every harness loop, so equal documents
+    are equal candidates whichever loop proposed them."""
     literal = pprint.pformat(json.loads(json.dumps(document, sort_keys=True)), sort_dicts=True, width=100)
-    return (
-        '"""A toolsim harness proposed by the self_healing loop\'s rule proposer."""\n\n\n'
-        f"def harness():\n    return {literal}\n"
-    )
+    return f'"""A toolsim harness document."""\n\n\ndef harness():\n    return {literal}\n'
 
 
 def proposal_json(proposal: RuleProposal) -> str:

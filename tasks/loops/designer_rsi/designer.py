@@ -26,6 +26,7 @@ from schemas.rows import CandidateRow, DistillateRow, ExecutionRow, StepRow
 from suites.base import Case
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of, rule_text
 from tasks.harness_loops.episodes import harness_document
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.loops.designer_rsi.designer_llm import llm_design, require_endpoint
 from tasks.loops.designer_rsi.designer_logic import (
     OPEN,
@@ -294,8 +295,12 @@ def design(ref: RunRef, round_index: int, champion: str) -> str | None:
     evidence = evidence_for(ref, round_index, champion, records, trials) if records else {}
     if config.proposer == "llm":
         source = store.get_blob(champion).decode()
-        written = llm_design(records, evidence, champion, source, harness_document(ref, champion), config.evolve, rng)
-        chosen = None if isinstance(written, str) or written.proposal.key in rejected else written
+        try:
+            written = llm_design(records, evidence, champion, source, harness_document(ref, champion), config.evolve,
+                                 rng)
+        except NoLLMEdit:
+            written = None
+        chosen = None if written is None or written.proposal.key in rejected else written
         if chosen is not None and content_id(harness_source(chosen.proposal.document)) in known:
             chosen = None
     else:

@@ -16,22 +16,14 @@ import random
 from typing import Any, Mapping, Sequence
 
 from schemas.configs import EvolveConfig
-from suites.toolsim.harness import HarnessError, parse_harness
-from tasks.harness_loops.documents import literal_document
+from tasks.harness_loops.llm_edit import NoLLMEdit, edited_harness
+from tasks.harness_loops.llm_edit import brief as llm_brief
 from tasks.loops.designer_rsi.designer_logic import EXPAND, Design, PoolRecord
-from tasks.proposers import DiffError, LLMProposer, ParentInfo, ProposerUnavailable
+from tasks.proposers import LLMProposer, ProposerUnavailable
 from tasks.proposers.rule_evidence import Evidence, Trace
 from tasks.proposers.rules import RuleProposal
 
-BRIEF = """You maintain the skill library of a toolsim customer-service agent: the harness
-format of suites/toolsim/harness.py (rules: trigger + action; skills: a template's
-procedure). `harness()` must return a literal mapping. {task}
-Make one local edit; keep every other rule and skill.
-
-Failing requests ({count} so far):
-{failures}
-Requests the current library served successfully (do not break them):
-{successes}"""
+PROMPT = "designer_rsi_edit.txt"
 TASKS = {
     EXPAND: "Requests of template {subject} completed their plan but left requirements unmet: "
             "write ONE new skill (or rule) that covers the missing subtask.",
@@ -48,7 +40,7 @@ def _line(trace: Trace) -> str:
 
 def brief(record: PoolRecord, evidence: Evidence) -> str:
     subject = record.signature.split("|", 1)[0] if record.pool == EXPAND else record.signature.split(":", 1)[1]
-    return BRIEF.format(task=TASKS[record.pool].format(subject=subject), count=record.count,
+    return llm_brief(PROMPT, task=TASKS[record.pool].format(subject=subject), count=record.count,
                         failures="\n".join(_line(t) for t in evidence.failures) or "(none)",
                         successes="\n".join(f"- {t.case_id}" for t in evidence.successes[:10]) or "(none)")
 
@@ -75,24 +67,19 @@ def require_endpoint(config: EvolveConfig) -> None:
 def llm_design(
     records: Sequence[PoolRecord], evidence_for: Mapping[str, Evidence], champion_id: str, champion_source: str,
     document: Mapping[str, Any], config: EvolveConfig, rng: random.Random,
-) -> Design | str:
-    """The endpoint's edit for the first eligible record, or why there is none."""
+) -> Design:
+    """The endpoint's edit for the first eligible record; raises NoLLMEdit with the
+    reason when there is none."""
     if not records:
-        return "no pool record reached its threshold"
+        raise NoLLMEdit("no pool record reached its threshold")
     record = records[0]
     require_endpoint(config)
-    proposer = LLMProposer(config, task_description=brief(record, evidence_for[record.signature]),
-                           entrypoint="harness")
-    try:
-        answer = proposer.propose([ParentInfo(champion_id, champion_source, None)], rng)
-        edited = literal_document(answer.source)
-        parse_harness(edited)
-    except (DiffError, ValueError, HarnessError) as exc:  # HarnessError is a ValueError; named for the reader
-        return f"the llm's answer is not a valid harness: {exc}"
+    edited, summary = edited_harness(champion_id, champion_source, brief(record, evidence_for[record.signature]),
+                                     config, rng)
     target = edited_target(document, edited)
     if target is None:
-        return "the llm's answer leaves the library unchanged"
+        raise NoLLMEdit("the llm's answer leaves the library unchanged")
     key = hashlib.sha256(json.dumps(edited, sort_keys=True).encode()).hexdigest()[:16]
-    proposal = RuleProposal(dict(edited), tuple(record.case_ids), answer.summary, f"llm_{record.pool}", key, target,
+    proposal = RuleProposal(dict(edited), tuple(record.case_ids), summary, f"llm_{record.pool}", key, target,
                             record.count)
     return Design(record, proposal)

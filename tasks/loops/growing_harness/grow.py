@@ -25,8 +25,9 @@ from schemas.ids import content_id, derived_id, seed_for
 from schemas.rows import CandidateRow, DistillateRow, ExecutionRow
 from suites.base import Case
 from tasks.gate.validation import Checkpoint
-from tasks.harness_loops.documents import proposal_json, proposal_of
+from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of
 from tasks.harness_loops.episodes import episodes, harness_document, record_steps
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.loops.growing_harness.grow_llm import llm_patch
 from tasks.loops.growing_harness.grow_logic import (
     Event,
@@ -34,7 +35,6 @@ from tasks.loops.growing_harness.grow_logic import (
     admit,
     after_repair,
     edit_record,
-    harness_source,
     joint_repair,
     loop_state,
     state_json,
@@ -182,12 +182,13 @@ def llm_patch_of(ref: RunRef, step: int, current, failures: Sequence[Trace], kno
     its answer is not a new valid harness."""
     config = run_config(ref)
     rng = random.Random(seed_for(config.seed, "repair", step))
-    written = llm_patch(current.artifact_id, store_for(ref.store_uri).get_blob(current.artifact_id).decode(),
-                        harness_document(ref, current.artifact_id), failures, config.evolve, rng)
-    if not isinstance(written, str) and content_id(harness_source(written.document)) in known:
-        written = "the llm's harness is an existing candidate"
-    if isinstance(written, str):
-        reporter().advance(0, f"no patch: {written}")
+    try:
+        written = llm_patch(current.artifact_id, store_for(ref.store_uri).get_blob(current.artifact_id).decode(),
+                            harness_document(ref, current.artifact_id), failures, config.evolve, rng)
+        if content_id(harness_source(written.document)) in known:
+            raise NoLLMEdit("the llm's harness is an existing candidate")
+    except NoLLMEdit as reason:
+        reporter().advance(0, f"no patch: {reason}")
         return []
     return [written]
 

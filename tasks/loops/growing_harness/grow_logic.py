@@ -22,7 +22,6 @@ How this departs from the paper (choices where it is silent, or where toolsim di
 from __future__ import annotations
 
 import json
-import pprint
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -72,13 +71,6 @@ def state_of(text: str) -> GrowState:
     raw = json.loads(text)
     accepted = Checkpoint(_loop_state_of(raw["accepted"]), raw["accepted_scores"])
     return GrowState(_loop_state_of(raw["current"]), accepted, int(raw["fixes_since_check"]))
-
-
-def harness_source(document: Mapping[str, Any]) -> str:
-    """The candidate program of a harness document; equal documents are equal candidates."""
-    literal = pprint.pformat(json.loads(json.dumps(document, sort_keys=True)), sort_dicts=True, width=100)
-    return ('"""A toolsim harness grown by the growing_harness loop\'s rule proposer."""\n\n\n'
-            f"def harness():\n    return {literal}\n")
 
 
 # -- the rolling failure window -----------------------------------------------------------

@@ -15,19 +15,13 @@ import random
 from typing import Any, Sequence
 
 from schemas.configs import EvolveConfig
-from suites.toolsim.harness import HarnessError, parse_harness
-from tasks.harness_loops.documents import added_tool, literal_document
+from tasks.harness_loops.documents import added_tool
+from tasks.harness_loops.llm_edit import NoLLMEdit, edited_harness
+from tasks.harness_loops.llm_edit import brief as llm_brief
 from tasks.loops.medrsi.medrsi_logic import Cluster
-from tasks.proposers import DiffError, LLMProposer, ParentInfo
 from tasks.proposers.rule_evidence import Trace
 
-BRIEF = """You improve a toolsim customer-service agent by adding ONE tool to its harness.
-A tool is one rule (trigger + action) or one skill (a template's procedure), in the
-harness format of suites/toolsim/harness.py. `harness()` must return a literal mapping.
-Keep every existing rule and skill; add exactly one.
-
-Failure cluster {cluster} (priority {priority:g} = failures x severity cost), its cases:
-{cases}"""
+PROMPT = "medrsi_tool.txt"
 
 
 def brief(cluster: Cluster, traces: Sequence[Trace]) -> str:
@@ -35,22 +29,16 @@ def brief(cluster: Cluster, traces: Sequence[Trace]) -> str:
     lines = [f"- {t.case_id}: unmet {list(t.unmet)}, broken {list(t.broken)}, last step "
              f"{t.steps[-1]['name'] if t.steps else None} -> {t.steps[-1]['result_json'] if t.steps else None}"
              for t in cases]
-    return BRIEF.format(cluster=cluster.cluster_id, priority=cluster.priority, cases="\n".join(lines))
+    return llm_brief(PROMPT, cluster=cluster.cluster_id, priority=cluster.priority, cases="\n".join(lines))
 
 
 def llm_tool(stable_id: str, stable_source: str, stable: dict[str, Any], cluster: Cluster, traces: Sequence[Trace],
-             config: EvolveConfig, rng: random.Random) -> tuple[str, dict[str, Any], str] | str:
-    """(edit, item, rationale) of the tool the endpoint built for the cluster, or the
-    reason its answer is not one tool."""
-    proposer = LLMProposer(config, task_description=brief(cluster, traces), entrypoint="harness")
-    try:
-        proposal = proposer.propose([ParentInfo(stable_id, stable_source, None)], rng)
-        document = literal_document(proposal.source)
-        parse_harness(document)
-    except (DiffError, ValueError, HarnessError) as exc:  # HarnessError is a ValueError; named for the reader
-        return f"the llm's answer is not a valid harness: {exc}"
+             config: EvolveConfig, rng: random.Random) -> tuple[str, dict[str, Any], str]:
+    """(edit, item, rationale) of the tool the endpoint built for the cluster; raises
+    NoLLMEdit with the reason when its answer is not one tool."""
+    document, summary = edited_harness(stable_id, stable_source, brief(cluster, traces), config, rng)
     found = added_tool(stable, document)
     if found is None:
-        return "the llm's answer does not add exactly one rule or skill to the stable harness"
+        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the stable harness")
     edit, item = found
-    return edit, item, proposal.summary + " | " + json.dumps(item, sort_keys=True)[:200]
+    return edit, item, summary + " | " + json.dumps(item, sort_keys=True)[:200]

@@ -27,6 +27,7 @@ from suites.base import Case
 from tasks.gate.stage import current_champion, registry_name
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import episodes, executions_of, harness_document, record_steps
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.harness_loops.metrics import case_metrics
 from tasks.loops.medrsi.medrsi_llm import llm_tool
 from tasks.loops.medrsi.medrsi_logic import (
@@ -253,11 +254,11 @@ def chat_tool(ref: RunRef, stable: str, traces: Sequence[Trace], clusters: Seque
     if not clusters:
         return None
     source = store_for(ref.store_uri).get_blob(stable).decode()
-    built = llm_tool(stable, source, document, clusters[0], traces, run_config(ref).evolve, rng)
-    if isinstance(built, str):
-        reporter().advance(0, f"no tool: {built}")
+    try:
+        edit, item, rationale = llm_tool(stable, source, document, clusters[0], traces, run_config(ref).evolve, rng)
+    except NoLLMEdit as reason:
+        reporter().advance(0, f"no tool: {reason}")
         return None
-    edit, item, rationale = built
     return {"tool_id": tool_id(edit, item), "edit": edit, "item": item, "operator": "llm_tool", "proposer": "llm",
             "key": tool_id(edit, item), "cluster_id": clusters[0].cluster_id, "priority": clusters[0].priority,
             "triggers": list(clusters[0].case_ids), "rationale": rationale}

@@ -22,6 +22,7 @@ from suites.base import Case
 from tasks.gate.stage import current_champion, registry_name
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of, rule_text
 from tasks.harness_loops.episodes import episodes, executions_of, harness_document, record_steps
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.loops.self_healing.heal_llm import llm_rule
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
@@ -171,11 +172,12 @@ def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: 
     """`proposer: llm`: the chat endpoint's rule (tasks/heal_llm.py); None (logged) when
     its answer is not one new rule."""
     source = store_for(ref.store_uri).get_blob(champion).decode()
-    written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
-    if not isinstance(written, str) and content_id(harness_source(written.document)) in known:
-        written = "the llm's harness is an existing candidate"
-    if isinstance(written, str):
-        reporter().advance(0, f"no rule: {written}")
+    try:
+        written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
+        if content_id(harness_source(written.document)) in known:
+            raise NoLLMEdit("the llm's harness is an existing candidate")
+    except NoLLMEdit as reason:
+        reporter().advance(0, f"no rule: {reason}")
         return None
     return written
 

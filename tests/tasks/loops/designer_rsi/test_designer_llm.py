@@ -6,6 +6,7 @@ import random
 import pytest
 
 from schemas.configs import EvolveConfig
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.loops.designer_rsi.designer_llm import brief, edited_target, llm_design, require_endpoint
 from tasks.loops.designer_rsi.designer_logic import DEEPEN, EXPAND, PoolRecord
 from tasks.proposers import ProposerUnavailable
@@ -39,4 +40,5 @@ def test_without_an_endpoint_the_run_is_told_how_to_configure_one(monkeypatch):
         require_endpoint(EvolveConfig())
     with pytest.raises(ProposerUnavailable, match="RATCHET_LLM_BASE_URL"):
         llm_design([GAP], evidence, "c0", "def harness():\n    return {}\n", {}, EvolveConfig(), random.Random(0))
-    assert llm_design([], {}, "c0", "", {}, EvolveConfig(), random.Random(0)) == "no pool record reached its threshold"
+    with pytest.raises(NoLLMEdit, match="^no pool record reached its threshold$"):
+        llm_design([], {}, "c0", "", {}, EvolveConfig(), random.Random(0))

@@ -6,6 +6,7 @@ import random
 import pytest
 
 from schemas.configs import EvolveConfig
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.loops.growing_harness.grow_llm import brief, llm_patch
 from tasks.proposers import ProposerUnavailable
 from tasks.proposers.rule_evidence import Trace
@@ -25,8 +26,8 @@ def test_the_brief_shows_the_window_traces_and_the_constraints_but_no_task_ids()
 
 def test_no_failures_means_no_patch_and_no_endpoint_means_a_clear_error(monkeypatch):
     document = {"version": 1, "rules": [], "skills": []}
-    assert llm_patch("h", "def harness():\n    return {}\n", document, [], EvolveConfig(),
-                     random.Random(0)) == "the window holds no failing task: nothing to patch"
+    with pytest.raises(NoLLMEdit, match="^the window holds no failing task: nothing to patch$"):
+        llm_patch("h", "def harness():\n    return {}\n", document, [], EvolveConfig(), random.Random(0))
     monkeypatch.delenv("RATCHET_LLM_BASE_URL", raising=False)
     monkeypatch.delenv("RATCHET_LLM_MODEL", raising=False)
     with pytest.raises(ProposerUnavailable, match="RATCHET_LLM_BASE_URL"):

@@ -10,6 +10,7 @@ import pytest
 
 from schemas.configs import EvolveConfig
 from tasks.harness_loops.documents import added_tool, harness_source, literal_document
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.loops.medrsi.medrsi_llm import llm_tool
 from tasks.loops.medrsi.medrsi_logic import Cluster
 from tasks.proposers.rule_evidence import Trace
@@ -81,4 +82,5 @@ def test_an_answer_adding_one_skill_is_a_tool(endpoint):
 ])
 def test_an_answer_that_is_not_one_valid_tool_builds_none(endpoint, document, reason):
     program = harness_source(document)
-    assert reason in build(f"```python\n{program}```\n", endpoint)
+    with pytest.raises(NoLLMEdit, match=reason):
+        build(f"```python\n{program}```\n", endpoint)

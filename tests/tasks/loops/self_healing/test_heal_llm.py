@@ -10,6 +10,7 @@ import pytest
 
 from schemas.configs import EvolveConfig
 from tasks.harness_loops.documents import harness_source
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.loops.self_healing.heal_llm import OPERATOR, llm_rule
 from tasks.proposers import ProposerUnavailable
 from tasks.proposers.rule_evidence import Trace
@@ -75,7 +76,8 @@ def test_an_answer_adding_one_rule_is_a_proposal_triggered_by_the_failures_shown
     ({**CHAMPION, "rules": [dict(RETRY, action={"retry": {"max": 9}})]}, "not a valid harness"),
 ])
 def test_an_answer_that_is_not_one_valid_rule_is_no_proposal(endpoint, document, reason):
-    assert reason in write(document, endpoint)
+    with pytest.raises(NoLLMEdit, match=reason):
+        write(document, endpoint)
 
 
 def test_without_an_endpoint_the_llm_proposer_says_so(monkeypatch):

@@ -1,0 +1,41 @@
+"""What the harness loops' `proposer: llm` paths share: a prompt file from
+``tasks/proposers/prompts/``, one chat round that must return an edited harness program
+whose ``harness()`` is a literal, valid document, and the exception that says why an
+answer is no edit. Offline (no RATCHET_LLM_* endpoint) the loops use the rule proposer
+and this is never called."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from schemas.configs import EvolveConfig
+from suites.toolsim.harness import HarnessError, parse_harness
+from tasks.harness_loops.documents import literal_document
+from tasks.proposers import DiffError, LLMProposer, ParentInfo
+from tasks.proposers.llm import load_prompt
+
+
+class NoLLMEdit(ValueError):
+    """The endpoint's answer (or the evidence) gives no edit; the message says why, for
+    the round's record. A normal outcome of proposing, like ``NoRuleEvidence``."""
+
+
+def brief(prompt_file: str, **fields: Any) -> str:
+    """The task description: a packaged prompt file with its fields filled in. The file
+    ends with a newline that the literal briefs did not have; it is stripped."""
+    return load_prompt(prompt_file).rstrip("\n").format(**fields)
+
+
+def edited_harness(parent_id: str, parent_source: str, description: str, config: EvolveConfig,
+                   rng: random.Random) -> tuple[dict[str, Any], str]:
+    """(document, the answer's summary) of the harness program the endpoint returned as an
+    edit of the parent; raises NoLLMEdit when it is not one literal, valid harness."""
+    proposer = LLMProposer(config, task_description=description, entrypoint="harness")
+    try:
+        answer = proposer.propose([ParentInfo(parent_id, parent_source, None)], rng)
+        document = literal_document(answer.source)
+        parse_harness(document)
+    except (DiffError, ValueError, HarnessError) as exc:  # HarnessError is a ValueError; named for the reader
+        raise NoLLMEdit(f"the llm's answer is not a valid harness: {exc}") from exc
+    return document, answer.summary
