@@ -4,7 +4,7 @@ rolls back the harness AND the window AND the cursor AND the memories together
 (Growing Harness).
 
 The artifact is a toolsim harness (rules and skills), grown by the non-LLM rule
-proposer from the failing tasks' tool-call traces (`tasks/grow_logic.py` lists how this
+proposer from the failing tasks' tool-call traces (`tasks/loops/growing_harness/grow_logic.py` lists how this
 departs from the paper).
 
     state <- (scaffold, window = [], cursor = 0); validate it: the last accepted version

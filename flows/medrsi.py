@@ -5,7 +5,7 @@ registered "tools". The tool builder is the rule proposer (no LLM; every `propos
 value but `llm`) or, with `proposer: llm`, a chat endpoint given the top cluster. It
 builds one tool per round from the highest-priority failure cluster; a tool reaches
 the stable harness only after a fast discovery gate and a slow registration trial on
-later request batches. Departures from the paper: ``tasks/medrsi_logic.py``.
+later request batches. Departures from the paper: ``tasks/loops/medrsi/medrsi_logic.py``.
 
     stable <- the suite's seed harness (stable v1)
     for round r = 1 .. budget:

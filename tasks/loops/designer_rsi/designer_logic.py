@@ -1,6 +1,6 @@
 """Pure logic of the designer_rsi loop (Designer-RSI): the gap pool, which library items
 need deepening, which edit is written next, and which cases the gate replays. No I/O;
-the stage tasks are in ``tasks/designer.py`` and ``tasks/designer_gate.py``.
+the stage tasks are in ``tasks/loops/designer_rsi/designer.py`` and ``tasks/loops/designer_rsi/designer_gate.py``.
 
 How toolsim stands in for the paper (and where it departs):
 - user traffic is the train split served in batches; the frozen judge's "unmet

@@ -178,7 +178,7 @@ def discarded_trials(ref: RunRef, memories: Sequence[str]) -> list[Trial]:
 
 
 def llm_patch_of(ref: RunRef, step: int, current, failures: Sequence[Trace], known: set[str]) -> list[RuleProposal]:
-    """`proposer: llm`: the chat endpoint's patch (tasks/grow_llm.py); none (logged) when
+    """`proposer: llm`: the chat endpoint's patch (tasks/loops/growing_harness/grow_llm.py); none (logged) when
     its answer is not a new valid harness."""
     config = run_config(ref)
     rng = random.Random(seed_for(config.seed, "repair", step))

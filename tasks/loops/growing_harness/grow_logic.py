@@ -1,8 +1,8 @@
 """Pure logic of the growing_harness loop (Growing Harness): the loop state and its
 stored form, the rolling failure window (admit from the task stream, settle after a
 repair), the joint repair of several window failures, and the validation check with
-full-state rollback. No I/O; the stage tasks are in ``tasks/grow.py`` and
-``tasks/grow_gate.py``.
+full-state rollback. No I/O; the stage tasks are in ``tasks/loops/growing_harness/grow.py`` and
+``tasks/loops/growing_harness/grow_gate.py``.
 
 How this departs from the paper (choices where it is silent, or where toolsim differs):
 - the harness is a toolsim rule/skill document and the optimizer is the non-LLM rule

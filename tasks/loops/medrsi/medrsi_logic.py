@@ -1,7 +1,7 @@
 """Pure logic of the medrsi loop (MedRSI on toolsim): failure priority and clusters,
 tools as harness edits, the request-batch stream, balanced success, and which trial
-batches a pooled tool has seen. No I/O; the stage tasks are in ``tasks/medrsi.py`` and
-``tasks/medrsi_gate.py``.
+batches a pooled tool has seen. No I/O; the stage tasks are in ``tasks/loops/medrsi/medrsi_stages.py`` and
+``tasks/loops/medrsi/medrsi_gate.py``.
 
 How this departs from the paper (no clinic, no LLM, no model training here):
 - a case is a toolsim request, a "patient batch" is ``batch_size`` requests of the

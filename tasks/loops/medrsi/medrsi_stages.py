@@ -3,8 +3,8 @@ stable toolbox), diagnose (run the stable harness on the discovery cases; failur
 with severity, cluster and priority), build (the rule proposer, or the chat endpoint
 under ``proposer: llm``, turns the top-priority cluster it can act on into one tool)
 and discover (run stable + tool on the discovery cases). The gates and the registry
-are in ``tasks/medrsi_gate.py``; the pure logic, and how it departs from the paper,
-in ``tasks/medrsi_logic.py``.
+are in ``tasks/loops/medrsi/medrsi_gate.py``; the pure logic, and how it departs from the paper,
+in ``tasks/loops/medrsi/medrsi_logic.py``.
 
 Tables: a failure is a ``distillates`` row of kind "failure" (content: case, round,
 prediction, label, severity, cluster, priority); a tool is a ``distillates`` row of

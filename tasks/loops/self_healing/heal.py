@@ -169,7 +169,7 @@ def propose_new(
 
 def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: dict, known: set[str],
                  rng: random.Random) -> RuleProposal | None:
-    """`proposer: llm`: the chat endpoint's rule (tasks/heal_llm.py); None (logged) when
+    """`proposer: llm`: the chat endpoint's rule (tasks/loops/self_healing/heal_llm.py); None (logged) when
     its answer is not one new rule."""
     source = store_for(ref.store_uri).get_blob(champion).decode()
     try:

@@ -9,7 +9,7 @@ id is (run, candidate, case, seed): the champion is never re-run on a case).
 
 A rule's distillate rows are events with one id (the candidate's): "proposed" when
 healed, then "active" or "retired" when registered (or retired later by the library
-guard, ``tasks/heal_guard.py``); the latest status holds. Every round's candidate is
+guard, ``tasks/loops/self_healing/heal_guard.py``); the latest status holds. Every round's candidate is
 logged to the tracker (MLflow) with its decision; re-logging on resume adds nothing."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Pure logic of the self_healing loop (Self-Healing Harness): the candidate program of
 an edited harness, the stored form of a rule proposal, which cases a proposal is
 replayed on, and the gate over the replay. No I/O; the stage tasks are in
-``tasks/heal.py`` and ``tasks/heal_gate.py``.
+``tasks/loops/self_healing/heal.py`` and ``tasks/loops/self_healing/heal_gate.py``.
 
 Choices where the paper is silent (or where toolsim differs from the paper's agents):
 - gated metrics: ``success`` (primary), ``progress`` and ``cost`` (lower is better),
