@@ -38,8 +38,6 @@ def progress_total(config: RunConfig) -> int:
 def paired_rollouts(config: RunConfig, store_uri: str, run_id: str | None = None,
                     parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
-    if config.suite != "arith":
-        raise ValueError(f"paired_rollouts trains arith policies; got suite {config.suite!r}, use --suite arith")
     run_id = run_id or new_run_id(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):

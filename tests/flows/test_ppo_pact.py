@@ -86,7 +86,6 @@ def test_ppo_pact_trains_registers_reruns_and_resumes(prefect_server, tmp_path, 
     assert resumed["candidate_id"] == summary["candidate_id"]
 
 
-def test_wrong_suite_is_refused(prefect_server, tmp_path):
-    config = small_config().model_copy(update={"suite": "toolsim"})
-    with pytest.raises(ValueError, match="use --suite arith"):
-        ppo_pact(config=config, store_uri=str(tmp_path), run_id="pact-x")
+def test_wrong_suite_is_refused():
+    with pytest.raises(ValueError, match="ppo_pact does not run on suite 'toolsim'; it runs on: arith"):
+        RunConfig.model_validate({**small_config().model_dump(), "suite": "toolsim"})

@@ -27,6 +27,7 @@ from suites.base import Case
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of, rule_text
 from tasks.harness_loops.episodes import harness_document
 from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.seed import publish_seed
 from tasks.loops.designer_rsi.designer_llm import llm_design, require_endpoint
 from tasks.loops.designer_rsi.designer_logic import (
     OPEN,
@@ -175,14 +176,7 @@ def champion_at(ref: RunRef, round_index: int) -> str | None:
 @task(name="plant_library", **STAGE_OPTIONS)
 def plant_library(ref: RunRef) -> str:
     """Round 0: publish the suite's seed harness (the default plans, no learned items)."""
-    store, suite = store_for(ref.store_uri), run_suite(ref)
-    if not store.has_part("candidates", ref.run_id, "design", round_key(0)):
-        blob = store.put_blob(suite.seed_program().encode())
-        row = CandidateRow(run_id=ref.run_id, candidate_id=blob, round=0, parent_ids=[], operator="seed",
-                           proposer="seed", artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob),
-                           island=-1, summary="the suite's seed harness: default plans only")
-        store.write_part("candidates", ref.run_id, "design", round_key(0), [row])
-    return store.read_part("candidates", ref.run_id, "design", round_key(0))[0].candidate_id
+    return publish_seed(ref, "design", round_key(0), "the suite's seed harness: default plans only")
 
 
 @task(name="serve", **STAGE_OPTIONS)

@@ -18,13 +18,13 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from prefect import task
-from prefect.transactions import Transaction, get_transaction
 
 from schemas.ids import derived_id, seed_for
 from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, no_evidence
 from tasks.gate.paired_replay import designer_rsi_rule, paired_replay_gate
+from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.stage import CHAMPION, current_champion, registry_name
 from tasks.harness_loops.episodes import harness_document
 from tasks.harness_loops.metrics import PRIMARY, case_metrics, success_rate
@@ -98,8 +98,7 @@ def gate_skill(ref: RunRef, round_index: int, candidate: str) -> str:
     """gate: the seed is admitted as the first library; any later edit must pass the
     paired replay against the champion. Publishes one decision and returns it."""
     store, key = store_for(ref.store_uri), round_key(round_index)
-    get_transaction().set("ref", ref)
-    get_transaction().set("gate_part", key)
+    remember_decision_part(ref, "gate", key)
     if not store.has_part("gate_decisions", ref.run_id, "gate", key):
         champion = champion_at(ref, round_index)
         if champion is None:
@@ -112,11 +111,7 @@ def gate_skill(ref: RunRef, round_index: int, candidate: str) -> str:
     return store.read_part("gate_decisions", ref.run_id, "gate", key)[0].decision
 
 
-@gate_skill.on_rollback
-def _undo_gate(transaction: Transaction) -> None:
-    """A failed publish un-publishes the round's decision; a resumed run re-decides."""
-    ref = transaction.get("ref")
-    store_for(ref.store_uri).delete_part("gate_decisions", ref.run_id, "gate", transaction.get("gate_part"))
+gate_skill.on_rollback(undo_decision_part)  # a failed publish un-publishes the decision; a resume re-decides
 
 
 def _registry_row(ref: RunRef, decision: GateDecisionRow) -> RegistryRow:

@@ -28,6 +28,7 @@ from tasks.gate.validation import Checkpoint
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of
 from tasks.harness_loops.episodes import episodes, harness_document, record_steps
 from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.seed import publish_seed
 from tasks.loops.growing_harness.grow_llm import llm_patch
 from tasks.loops.growing_harness.grow_logic import (
     Event,
@@ -128,15 +129,8 @@ def train_stream(ref: RunRef) -> list[Case]:
 def scaffold(ref: RunRef) -> str:
     """Step 0: publish the strategy-free seed harness and run it on the validation
     (select) tasks; its state, with an empty window at cursor 0, is the first checkpoint."""
-    store, suite = store_for(ref.store_uri), run_suite(ref)
-    key = step_key(0)
-    if not store.has_part("candidates", ref.run_id, STAGE, key):
-        blob = store.put_blob(suite.seed_program().encode())
-        row = CandidateRow(run_id=ref.run_id, candidate_id=blob, round=0, parent_ids=[], operator="seed",
-                           proposer="seed", artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob),
-                           island=-1, summary="the strategy-free scaffold: no rules, no skills")
-        store.write_part("candidates", ref.run_id, STAGE, key, [row])
-    seed = store.read_part("candidates", ref.run_id, STAGE, key)[0].candidate_id
+    suite, key = run_suite(ref), step_key(0)
+    seed = publish_seed(ref, STAGE, key, "the strategy-free scaffold: no rules, no skills")
     select = cases_by_split(suite, "select")
     run_missing(ref, f"val-{key}", seed, select)
     if not has_state(ref, 0, "checked"):

@@ -20,11 +20,11 @@ from datetime import datetime, timezone
 from statistics import fmean
 
 from prefect import task
-from prefect.transactions import Transaction, get_transaction
 
 from schemas.ids import derived_id, seed_for
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.gate.validation import GATE, Checkpoint
 from tasks.harness_loops.episodes import harness_document
@@ -91,8 +91,7 @@ def admit_scaffold(ref: RunRef) -> None:
 def _gate(ref: RunRef, where: str, round_index: int, state: GrowState, final: bool) -> None:
     """Publish the validation decision at `where` when one is due (nothing otherwise)."""
     config = run_config(ref)
-    get_transaction().set("ref", ref)
-    get_transaction().set("gate_part", _decision_key(where))
+    remember_decision_part(ref, "validate", _decision_key(where))
     if decisions_at(ref, where) or not check_due(state, config.grow.gate_every, final):
         return
     scores = validation_scores(ref, state.current.artifact_id)
@@ -129,10 +128,7 @@ def check_version(ref: RunRef, step: int) -> str | None:
     return decided[0].decision if decided else None
 
 
-@check_version.on_rollback
-def _undo_check(transaction: Transaction) -> None:
-    ref = transaction.get("ref")
-    store_for(ref.store_uri).delete_part("gate_decisions", ref.run_id, "validate", transaction.get("gate_part"))
+check_version.on_rollback(undo_decision_part)
 
 
 @task(name="commit", **STAGE_OPTIONS)
@@ -154,9 +150,7 @@ def final_check(ref: RunRef, last_step: int) -> str | None:
     return decided[0].decision if decided else None
 
 
-@final_check.on_rollback
-def _undo_final(transaction: Transaction) -> None:
-    _undo_check(transaction)
+final_check.on_rollback(undo_decision_part)
 
 
 def final_harness(ref: RunRef, last_step: int) -> tuple[str, str, float | None]:

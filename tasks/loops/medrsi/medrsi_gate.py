@@ -24,11 +24,11 @@ from datetime import datetime, timezone
 from statistics import fmean
 
 from prefect import task
-from prefect.transactions import Transaction, get_transaction
 
 from schemas.ids import derived_id, seed_for
 from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.slow_registration import DISCOVERY_GATE, TRIAL_GATE, FrozenTool, TrialBatch, admit_to_trial
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.loops.medrsi.medrsi_logic import (
@@ -90,14 +90,9 @@ def decision_row(ref: RunRef, round_index: int, candidate: str, gate: str, basel
 
 
 def _remember(key_stage: str, key: str, ref: RunRef) -> None:
-    get_transaction().set("ref", ref)
-    get_transaction().set("part", (key_stage, key))
+    remember_decision_part(ref, key_stage, key)
 
 
-def _undo(transaction: Transaction) -> None:
-    """A failed register un-publishes the gate's decisions; a resumed run re-decides."""
-    ref, (stage, key) = transaction.get("ref"), transaction.get("part")
-    store_for(ref.store_uri).delete_part("gate_decisions", ref.run_id, stage, key)
 
 
 # -- registry rows ---------------------------------------------------------------------
@@ -187,7 +182,7 @@ def admit(ref: RunRef, round_index: int, candidate: str) -> str:
     return store.read_part("gate_decisions", ref.run_id, "admit", key)[0].decision
 
 
-admit.on_rollback(_undo)
+admit.on_rollback(undo_decision_part)
 
 
 @task(name="enrol", **STAGE_OPTIONS)
@@ -271,7 +266,7 @@ def weigh(ref: RunRef, round_index: int) -> list[str]:
     return [d.decision for d in store.read_part("gate_decisions", ref.run_id, "weigh", key)]
 
 
-weigh.on_rollback(_undo)
+weigh.on_rollback(undo_decision_part)
 
 
 def settle(ref: RunRef, round_index: int, decision: GateDecisionRow, row: DistillateRow,

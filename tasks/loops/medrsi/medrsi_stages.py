@@ -29,6 +29,7 @@ from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import episodes, executions_of, harness_document, record_steps
 from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.harness_loops.metrics import case_metrics
+from tasks.harness_loops.seed import publish_seed
 from tasks.loops.medrsi.medrsi_llm import llm_tool
 from tasks.loops.medrsi.medrsi_logic import (
     Cluster,
@@ -160,14 +161,7 @@ def publish_tool(ref: RunRef, stage: str, key: str, round_index: int, stable: st
 @task(name="plant", **STAGE_OPTIONS)
 def plant(ref: RunRef) -> str:
     """Round 0: publish the suite's seed harness, the first stable toolbox."""
-    store, suite = store_for(ref.store_uri), run_suite(ref)
-    if not store.has_part("candidates", ref.run_id, "plant", round_key(0)):
-        blob = store.put_blob(suite.seed_program().encode())
-        row = CandidateRow(run_id=ref.run_id, candidate_id=blob, round=0, parent_ids=[], operator="seed",
-                           proposer="seed", artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob),
-                           island=-1, summary="the suite's seed harness: the first stable toolbox")
-        store.write_part("candidates", ref.run_id, "plant", round_key(0), [row])
-    seed = store.read_part("candidates", ref.run_id, "plant", round_key(0))[0].candidate_id
+    seed = publish_seed(ref, "plant", round_key(0), "the suite's seed harness: the first stable toolbox")
     run_on(ref, DISCOVERY, seed, discovery_cases(ref), steps=True)
     return seed
 

@@ -23,6 +23,7 @@ from tasks.gate.stage import current_champion, registry_name
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of, rule_text
 from tasks.harness_loops.episodes import episodes, executions_of, harness_document, record_steps
 from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.seed import publish_seed
 from tasks.loops.self_healing.heal_llm import llm_rule
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
@@ -87,14 +88,7 @@ def train_traces(ref: RunRef, candidate_id: str, tags: Sequence[str] | None = No
 @task(name="plant", **STAGE_OPTIONS)
 def plant(ref: RunRef) -> str:
     """Round 0: publish the suite's seed harness as the first candidate."""
-    store, suite = store_for(ref.store_uri), run_suite(ref)
-    if not store.has_part("candidates", ref.run_id, "heal", round_key(0)):
-        blob = store.put_blob(suite.seed_program().encode())
-        row = CandidateRow(run_id=ref.run_id, candidate_id=blob, round=0, parent_ids=[], operator="seed",
-                           proposer="seed", artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob),
-                           island=-1, summary="the suite's seed harness")
-        store.write_part("candidates", ref.run_id, "heal", round_key(0), [row])
-    candidate_id = store.read_part("candidates", ref.run_id, "heal", round_key(0))[0].candidate_id
+    candidate_id = publish_seed(ref, "heal", round_key(0), "the suite's seed harness")
     evaluate_on_train(ref, candidate_id)
     reporter().advance(1, "seed")
     return candidate_id

@@ -18,11 +18,11 @@ import json
 from datetime import datetime, timezone
 
 from prefect import task
-from prefect.transactions import Transaction, get_transaction
 
 from schemas.ids import derived_id, seed_for
 from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.harness_loops.documents import proposal_of
 from tasks.harness_loops.metrics import case_metrics, success_rate
@@ -100,8 +100,7 @@ def validate(ref: RunRef, round_index: int, candidate: str) -> str:
     """Validate: gate the candidate against the champion (the seed: admitted as the
     first champion); publishes one decision and returns it."""
     store, key = store_for(ref.store_uri), round_key(round_index)
-    get_transaction().set("ref", ref)
-    get_transaction().set("gate_part", key)
+    remember_decision_part(ref, "validate", key)
     if not store.has_part("gate_decisions", ref.run_id, "validate", key):
         champion, ablation = champion_id(ref), run_config(ref).heal.accept_all
         outcome = seed_outcome(ref, candidate) if champion is None else replay_outcome(ref, round_index, candidate, champion)
@@ -114,11 +113,7 @@ def validate(ref: RunRef, round_index: int, candidate: str) -> str:
     return store.read_part("gate_decisions", ref.run_id, "validate", key)[0].decision
 
 
-@validate.on_rollback
-def _undo_validate(transaction: Transaction) -> None:
-    """A failed register un-publishes the round's decision; a resumed run re-decides."""
-    ref = transaction.get("ref")
-    store_for(ref.store_uri).delete_part("gate_decisions", ref.run_id, "validate", transaction.get("gate_part"))
+validate.on_rollback(undo_decision_part)  # a failed register un-publishes the decision; a resume re-decides
 
 
 def registry_row(ref: RunRef, decision: GateDecisionRow) -> RegistryRow:
