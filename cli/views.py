@@ -163,5 +163,6 @@ def timeout_warning(store_uri: str, run_id: str) -> str | None:
         return None
     sandbox = stored_config(store_uri, run_id).sandbox
     return (f"{row['timeouts']} of {row['n']} executions ({100 * row['timeouts'] / row['n']:.0f}%) timed out at the "
-            f"sandbox's limit of {sandbox.timeout_s:g} s per case, so scores may measure the limit rather than the "
-            "candidates; raise it with --timeout SECONDS (or --set sandbox.timeout_s=SECONDS) and run again")
+            f"sandbox's limit of {sandbox.case_cpu_s:g} s of CPU per case (wall backstop {sandbox.case_wall_s:g} s), "
+            "so scores may measure the limit rather than the candidates; raise it with --timeout SECONDS (or --set "
+            "sandbox.timeout_s=SECONDS) and run again")

@@ -122,3 +122,19 @@ def test_ctrl_c_records_the_run_and_prints_the_resume_command(tmp_path):
     assert f"finish it with:  ratchet resume {run_id}" in err and "Traceback" not in err
     [row] = sql(open_store(str(store)), "SELECT status, error FROM runs_current").to_pylist()
     assert row == {"status": "failed", "error": "interrupted (Ctrl-C or SIGINT)"}
+
+
+@pytest.mark.integration
+def test_a_run_that_mostly_timed_out_says_what_to_raise(prefect_server, tmp_path):
+    store = str(tmp_path / "store")
+    result = runner.invoke(app, ["run", "evolve", "--budget", "2", "--timeout", "0.001", "--store", store,
+                                 "--no-tracking"], terminal_width=300)
+    assert result.exit_code == 0, result.output
+    [row] = sql(open_store(store), "SELECT count(*) FILTER (WHERE status = 'timeout') AS t, count(*) AS n "
+                                  "FROM executions").to_pylist()
+    assert row["t"] / row["n"] > 0.10
+    words = " ".join(result.output.split())
+    assert f"warning: {row['t']} of {row['n']} executions" in words and "raise it with --timeout SECONDS" in words
+    [run_id] = {r.run_id for r in open_store(store).read_rows("runs")}
+    shown = runner.invoke(app, ["show", run_id, "--store", store], terminal_width=300)
+    assert "timed out at the sandbox's limit of 0.001 s of CPU per case" in " ".join(shown.output.split())
