@@ -72,10 +72,38 @@ def describe_error(exc: BaseException) -> str:
     return text
 
 
+MAX_OUTPUT_DEPTH = 64
+"""Deepest nesting of lists and objects an output may have (a packing is 2 deep, a
+toolsim harness about 6); deeper is an ``invalid`` output, never a failed stage."""
+MAX_OUTPUT_ITEMS = 1_000_000
+"""Most values (containers and scalars) an output may hold."""
+
+
+def output_violation(value: Any, max_depth: int = MAX_OUTPUT_DEPTH, max_items: int = MAX_OUTPUT_ITEMS) -> str | None:
+    """Why ``value`` is not bounded output data, or None. Walks iteratively, so no output
+    can exhaust the stack here, in the parent's parser, or when a stage re-encodes it.
+    The same check runs in the sandbox (before encoding) and in the parent (on every
+    accepted result line: a candidate can forge its own line)."""
+    stack, items = [(value, 1)], 0
+    while stack:
+        node, depth = stack.pop()
+        items += 1
+        if items > max_items:
+            return f"output holds more than {max_items} values; the limit is {max_items}"
+        if isinstance(node, (list, tuple, dict)):
+            if depth > max_depth:
+                return f"output is nested deeper than {max_depth} levels of lists and objects"
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return None
+
+
 def encode_output(output: Any, max_bytes: int) -> tuple[str | None, str | None]:
     """``(json_text, None)`` or ``(None, reason the output is invalid)``. Catches
     everything: a hostile output object may raise anything while being encoded."""
     try:
+        violation = output_violation(output)
+        if violation is not None:
+            return None, violation
         text = _dumps(output)
     except BaseException as exc:
         return None, f"output is not JSON-serialisable: {describe_error(exc)}"

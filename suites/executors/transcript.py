@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from suites.base import Case
+from suites.executors.harness import MAX_OUTPUT_DEPTH, output_violation
 
 _STATUSES = frozenset({"ok", "error", "memory", "invalid"})
 _LOAD_STATUSES = frozenset({"error", "memory"})
@@ -83,6 +84,8 @@ class Transcript:
         return accepted
 
     def _accept(self, line: bytes) -> bool:
+        if too_deep(line):  # a result the parser cannot read: the next case's output is invalid
+            return self._invalid_next(f"output is nested deeper than {MAX_OUTPUT_DEPTH} levels of lists and objects")
         try:
             event = json.loads(line)
         except (ValueError, RecursionError):
@@ -102,9 +105,19 @@ class Transcript:
         if kind != "result" or not self.loaded or self.complete:
             return False
         record = self._record(event)
+        if record is not None and record.status == "ok" and (violation := output_violation(record.output)):
+            record = replace(record, status="invalid", output=None, error=violation)
         if record is not None:
             self.records.append(record)
         return record is not None
+
+    def _invalid_next(self, reason: str) -> bool:
+        """Record the next requested case as ``invalid`` (only once the program loaded)."""
+        if not self.loaded or self.complete:
+            return False
+        self.records.append(Record(status="invalid", output=None, error=reason, wall_s=None, cpu_s=None,
+                                   peak_rss_mb=None, observed_s=time.monotonic() - self.last_event_at))
+        return True
 
     def _record(self, event: dict[str, Any]) -> Record | None:
         """The event as the next case's record, or None when it is not exactly that."""
@@ -128,6 +141,26 @@ class Transcript:
             peak_rss_mb=_non_negative(event.get("peak_rss_mb")),
             observed_s=time.monotonic() - self.last_event_at,
         )
+
+
+def too_deep(line: bytes, limit: int = MAX_OUTPUT_DEPTH + 2) -> bool:
+    """Whether a JSON line nests lists/objects deeper than ``limit`` (strings skipped), by
+    an iterative scan; lines with fewer brackets than the limit are not scanned."""
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for byte in line:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
 
 
 def _non_negative(value: Any) -> float | None:
