@@ -91,9 +91,8 @@ def make_run_config(loop: str, rounds: int, children: int, ms: float, cases: int
 
 def run(store_uri: str, loop: str = "evolve", rounds: int = 60, children: int = 8, ms: float = 1.0,
         cases: int = 10, tracking: bool = False, run_id: str | None = None) -> Result:
-    """One run of `loop`, timed per round (and, for evolve, per stage)."""
-    prepare_environment(store_uri)
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    """One run of `loop`, timed per round (and, for evolve, per stage). Prefect must be
+    set up (``prepare_environment``) beforehand."""
     from flows import LOOPS
     from tasks.runtime.progress import set_reporter
 
@@ -188,6 +187,8 @@ def main() -> None:
     parser.add_argument("--store", default=None, help="store folder (default: a fresh temporary one)")
     args = parser.parse_args()
     store = args.store or tempfile.mkdtemp(prefix="ratchet-scaling-")
+    prepare_environment(store)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     result = run(store, args.loop, args.rounds, args.children, args.ms, args.cases, args.tracking)
     print(report(result))
 

@@ -167,6 +167,54 @@ class TableStore:
             raise TerminalError(f"{what}: no such part")
         return table_to_rows(spec.model, data)
 
+    def has_own_part(self, table: str, run_id: str, stage: str, key: str) -> bool:
+        """Whether the part exists as its own file: one existence check, no listing. Only
+        a compacted run (read-only, finished) holds parts that this does not see."""
+        directory, name = self.partition_dir(table, run_id), part_name(stage, key)
+        with io_errors(f"looking up part {name} of table {table!r}, run {run_id!r}"):
+            return storefs.exists(self._loc, f"{directory}/{name}")
+
+    def read_parts_arrow(
+        self, table: str, run_id: str, stage: str, keys: Sequence[str], columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """The rows of several parts of one run and stage as one Arrow table (only
+        ``columns`` if given), part after part in the order of ``keys``, each part's rows
+        as written (also after compaction). A part that does not exist adds no rows.
+        Reads only the named parts: a stage that knows its round's parts never pays for
+        the rest of the run."""
+        spec = table_spec(table)
+        directory = self.partition_dir(table, run_id)
+        names = [part_name(stage, key) for key in keys]
+        wanted = list(columns) if columns is not None else to_arrow_schema(spec.model).names
+        what = f"reading parts {stage}-* of table {table!r}, run {run_id!r}"
+        pieces: list[pa.Table] = []
+        with io_errors(what):
+            direct: list[str] = []
+            for name in names:
+                path = f"{directory}/{name}"
+                if storefs.exists(self._loc, path):
+                    direct.append(path)
+                    continue
+                if direct:
+                    pieces.append(self._read_columns(spec, direct, wanted))
+                    direct = []
+                data = compaction.read_compacted_part(self, spec, directory, name)
+                if data is not None:
+                    pieces.append(data.select(wanted))
+            if direct:
+                pieces.append(self._read_columns(spec, direct, wanted))
+        if not pieces:
+            return to_arrow_schema(spec.model).empty_table().select(wanted)
+        return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+
+    def read_part_arrow(
+        self, table: str, run_id: str, stage: str, key: str, columns: Sequence[str] | None = None
+    ) -> pa.Table | None:
+        """One part as Arrow (only ``columns`` if given); None when there is no such part."""
+        if not self.has_own_part(table, run_id, stage, key) and not self.has_part(table, run_id, stage, key):
+            return None
+        return self.read_parts_arrow(table, run_id, stage, [key], columns)
+
     def delete_part(self, table: str, run_id: str, stage: str, key: str) -> bool:
         """Remove a part (a transaction's rollback). False if there was none."""
         directory, name = self.partition_dir(table, run_id), part_name(stage, key)
@@ -211,6 +259,12 @@ class TableStore:
             return schema.empty_table()
         dataset = pads.dataset(list(paths), schema=schema, format="parquet", filesystem=self._loc.fs)
         return dataset.to_table()
+
+    def _read_columns(self, spec: TableSpec, paths: Sequence[str], columns: Sequence[str]) -> pa.Table:
+        """Like ``read_files``, reading only ``columns`` (files in the order given)."""
+        schema = to_arrow_schema(spec.model)
+        dataset = pads.dataset(list(paths), schema=schema, format="parquet", filesystem=self._loc.fs)
+        return dataset.to_table(columns=list(columns))
 
     def compact(self, run_id: str) -> dict[str, tuple[int, int]]:
         """Merge each table's parts of a finished run into one part; returns
@@ -257,6 +311,14 @@ class TableStore:
         path = self._marker_path(run_id, name)
         with io_errors(f"looking up marker {name!r} of run {run_id!r}"):
             return storefs.exists(self._loc, path)
+
+    def read_marker(self, run_id: str, name: str) -> bytes | None:
+        """A marker's stamp (its bytes), or None when it is not set."""
+        path = self._marker_path(run_id, name)
+        with io_errors(f"reading marker {name!r} of run {run_id!r}"):
+            if not storefs.exists(self._loc, path):
+                return None
+            return storefs.read_bytes(self._loc, path)
 
     def _marker_path(self, run_id: str, name: str) -> str:
         return self._loc.path("markers", f"run_id={check_name('run_id', run_id)}", check_name("marker", name))

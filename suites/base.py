@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -94,6 +95,27 @@ class Suite(ABC):
         return self.normalize(metrics[self.primary_metric])
 
     def scorer_version(self) -> str:
-        """Hash of the scorer's source: the module that defines this suite."""
-        source = inspect.getsource(inspect.getmodule(type(self)))
-        return hashlib.sha256(source.encode()).hexdigest()[:16]
+        """Hash of the scorer's source: the module that defines this suite (hashed once
+        per version of its file, see `source_hash`)."""
+        return source_hash(inspect.getmodule(type(self)))
+
+
+_SOURCE_HASHES: dict[tuple[str, str, int, int], str] = {}
+
+
+def source_hash(module) -> str:
+    """sha256 (16 hex digits) of a module's source. Cached per (module, file, mtime,
+    size): a score stage asks once per round, and the answer changes only with the file."""
+    path = None
+    try:
+        path = inspect.getsourcefile(module)
+        stat = os.stat(path) if path else None
+    except (OSError, TypeError):
+        stat = None
+    key = (module.__name__, path, stat.st_mtime_ns, stat.st_size) if stat else None
+    if key is not None and key in _SOURCE_HASHES:
+        return _SOURCE_HASHES[key]
+    digest = hashlib.sha256(inspect.getsource(module).encode()).hexdigest()[:16]
+    if key is not None:
+        _SOURCE_HASHES[key] = digest
+    return digest

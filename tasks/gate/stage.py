@@ -15,6 +15,7 @@ from tasks.gate.best_so_far import best_so_far_gate
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.search.archive import case_scores
+from tasks.search.run_index import RunState, round_key, run_state
 
 GATE = "best_so_far"
 CHAMPION = "champion"
@@ -22,6 +23,13 @@ CHAMPION = "champion"
 
 def registry_name(config: RunConfig) -> str:
     return f"{config.suite}/{config.loop}"
+
+
+def completed_rounds(ref: RunRef, through: int) -> RunState:
+    """The run's rounds 0 .. `through` folded (archive, failure memory, registry state),
+    kept incrementally per process and rebuilt from the store in a fresh one."""
+    return run_state(store_for(ref.store_uri), ref.run_id, through, run_suite(ref).primary_metric,
+                     registry_name(run_config(ref)), CHAMPION)
 
 
 def current_champion(registry: Sequence[RegistryRow], name: str) -> RegistryRow | None:
@@ -74,15 +82,36 @@ def gate(ref: RunRef, round_index: int, candidate_ids: list[str]) -> list[str]:
     get_transaction().set("ref", ref)
     get_transaction().set("gate_part", key)
     if not store.has_part("gate_decisions", ref.run_id, "gate", key):
-        champion = current_champion(store.read_rows("registry", ref.run_id), registry_name(config))
+        champion, scores = _champion_and_scores(ref, round_index)
         rows = decide_round(
-            ref, round_index, candidate_ids, store.read_rows("scores", ref.run_id),
+            ref, round_index, candidate_ids, scores,
             champion.candidate_id if champion else None, suite.primary_metric, anchored_scorer_version(ref),
             config.evolve.gate_min_delta, config.seed,
         )
         store.write_part("gate_decisions", ref.run_id, "gate", key, rows)
     decisions = store.read_part("gate_decisions", ref.run_id, "gate", key)
     return [d.candidate_id for d in decisions if d.decision == "accept"]
+
+
+def _champion_and_scores(ref: RunRef, round_index: int) -> tuple[RegistryRow | None, list[ScoreRow]]:
+    """The champion the round is gated against and the score rows the gate reads: the
+    round's own part and the champion's round part. Same as the whole run's registry and
+    scores would give: no other part holds a select score of these candidates."""
+    store, name = store_for(ref.store_uri), registry_name(run_config(ref))
+    state = completed_rounds(ref, round_index - 1)
+    held = [state.champion] if state.champion is not None else []
+    key = round_key(round_index)
+    if store.has_own_part("registry", ref.run_id, "register", key):  # registered, then the round rolled back
+        held += store.read_part("registry", ref.run_id, "register", key)
+    champion = current_champion(held, name)
+    scores = store.read_part("scores", ref.run_id, "score", key) if store.has_own_part(
+        "scores", ref.run_id, "score", key) else []
+    if champion is not None and champion.candidate_id not in {s.candidate_id for s in scores}:
+        member = state.by_id.get(champion.candidate_id)
+        if member is None:  # not one of the run's archived candidates: read what the store holds
+            return champion, store.read_rows("scores", ref.run_id)
+        scores = scores + store.read_part("scores", ref.run_id, "score", round_key(member.round))
+    return champion, scores
 
 
 @gate.on_rollback

@@ -1,6 +1,8 @@
 """The program archive of `evolve`: every evaluated candidate with its per-split mean
 score, grouped into islands. Pure functions over rows; the archive is derived from the
-store each round, never kept as mutable state, so a resumed run rebuilds it exactly."""
+store, never kept as state of its own, so a resumed run rebuilds it exactly. The stages
+derive it incrementally (`tasks.search.run_index`): the same function of the store,
+folded one completed round at a time."""
 
 from __future__ import annotations
 
@@ -57,16 +59,30 @@ def error_kinds(executions: Iterable[ExecutionRow], invalid: Iterable[ScoreRow])
     first colon ("overlap"), so that recurring failures group together."""
     kinds: dict[str, list[str]] = defaultdict(list)
     for row in executions:
-        if row.status == "ok":
-            continue
-        if row.status == "error" and row.error:
-            kinds[row.candidate_id].append(row.error.split(":", 1)[0].strip() or "error")
-        else:
-            kinds[row.candidate_id].append(row.status)
+        kind = execution_kind(row.status, row.error)
+        if kind is not None:
+            kinds[row.candidate_id].append(kind)
     for row in invalid:
-        if not row.valid and row.reason:
-            kinds[row.candidate_id].append("invalid " + row.reason.split(":", 1)[0].strip()[:40])
+        kind = invalid_kind(row.valid, row.reason)
+        if kind is not None:
+            kinds[row.candidate_id].append(kind)
     return kinds
+
+
+def execution_kind(status: str, error: str | None) -> str | None:
+    """The error kind of one execution (None when it succeeded); see `error_kinds`."""
+    if status == "ok":
+        return None
+    if status == "error" and error:
+        return error.split(":", 1)[0].strip() or "error"
+    return status
+
+
+def invalid_kind(valid: bool, reason: str | None) -> str | None:
+    """The error kind of one score row (None unless an invalid output with a reason)."""
+    if not valid and reason:
+        return "invalid " + reason.split(":", 1)[0].strip()[:40]
+    return None
 
 
 def build_archive(

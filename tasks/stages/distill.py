@@ -3,7 +3,9 @@
 An entry is an (operator, error kind) pair with its support: how many distinct
 candidates made by that operator hit that error kind. Entries with at least
 `failure_min_support` are active; the mutation proposer down-weights their operators
-and the LLM proposer lists them in its prompt. Each round writes a full snapshot."""
+and the LLM proposer lists them in its prompt. Each round writes a full snapshot, from
+the previous rounds' supports (kept incrementally, `tasks.search.run_index`) plus its own
+candidates' executions and scores."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ from prefect import task
 
 from schemas.ids import derived_id
 from schemas.rows import CandidateRow, DistillateRow, ExecutionRow, ScoreRow
+from tasks.gate.stage import completed_rounds
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.search.archive import error_kinds
+from tasks.search.run_index import FAILED_IDS, Evidence, RunState, read_evidence
 
 
 def failure_modes(
@@ -51,16 +55,43 @@ def failure_modes(
     ]
 
 
+def failure_modes_since(
+    ref: RunRef, round_index: int, state: RunState, candidates: Sequence[CandidateRow],
+    evidence: dict[str, Evidence], min_support: int,
+) -> list[DistillateRow]:
+    """`failure_modes` over the whole run, from the fold of the rounds before
+    `round_index` (`state`) plus this round's candidates and their evidence."""
+    supporters = {entry: len(ids) for entry, ids in state.supporters.items()}
+    failed = {entry: list(ids) for entry, ids in state.first_failed.items()}
+    for candidate in candidates:
+        if candidate.round > round_index:
+            continue
+        found = evidence[candidate.candidate_id]
+        for kind in found.failure_kinds():
+            entry = (candidate.operator, kind)
+            supporters[entry] = supporters.get(entry, 0) + 1
+            failed[entry] = failed.get(entry, []) + found.failed_ids()
+    return [
+        DistillateRow(
+            run_id=ref.run_id, distillate_id=derived_id(ref.run_id, "failure_mode", operator, kind),
+            round=round_index, kind="failure_mode", content=f"{operator}\t{kind}", uri=None,
+            source_execution_ids=sorted(failed.get((operator, kind), []))[:FAILED_IDS], support=support,
+            status="active" if support >= min_support else "observed",
+        )
+        for (operator, kind), support in sorted(supporters.items())
+    ]
+
+
 @task(name="distill", **STAGE_OPTIONS)
 def distill(ref: RunRef, round_index: int) -> int:
     """Publish this round's failure-memory snapshot; returns the number of active entries."""
     store = store_for(ref.store_uri)
     key = f"r{round_index:04d}"
     if not store.has_part("distillates", ref.run_id, "distill", key):
-        rows = failure_modes(
-            ref, round_index, store.read_rows("candidates", ref.run_id), store.read_rows("executions", ref.run_id),
-            [s for s in store.read_rows("scores", ref.run_id) if s.metric == run_suite(ref).primary_metric],
-            run_config(ref).evolve.failure_min_support,
-        )
+        state = completed_rounds(ref, round_index - 1)
+        candidates = store.read_part("candidates", ref.run_id, "sample", key)
+        evidence = read_evidence(store, ref.run_id, candidates, key, run_suite(ref).primary_metric)
+        rows = failure_modes_since(ref, round_index, state, candidates, evidence,
+                                   run_config(ref).evolve.failure_min_support)
         store.write_part("distillates", ref.run_id, "distill", key, rows)
     return sum(r.status == "active" for r in store.read_part("distillates", ref.run_id, "distill", key))

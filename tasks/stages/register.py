@@ -11,17 +11,14 @@ from typing import Sequence
 from prefect import task
 
 from schemas.rows import GateDecisionRow, RegistryRow
-from tasks.gate.stage import CHAMPION, GATE, registry_name
+from tasks.gate.stage import CHAMPION, GATE, completed_rounds, registry_name
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for, tracker_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.search.archive import split_means
+from tasks.search.run_index import round_marker
 from tasks.stages.execute import run_candidates
 from tasks.stages.score import score_candidates
-
-
-def round_marker(round_index: int) -> str:
-    return f"round-{round_index:04d}"
 
 
 def holdout_score(ref: RunRef, candidate_id: str) -> float | None:
@@ -78,8 +75,8 @@ def register(ref: RunRef, round_index: int) -> int:
     decisions = store.read_part("gate_decisions", ref.run_id, "gate", key)
     accepted = [d for d in decisions if d.decision == "accept"]
     if not store.has_part("registry", ref.run_id, "register", key):
-        earlier = [r for r in store.read_rows("registry", ref.run_id) if r.name == registry_name(config)]
-        rows = registry_rows(ref, accepted, len(earlier) + 1, registry_name(config))
+        earlier = completed_rounds(ref, round_index - 1).registered  # versions the earlier rounds registered
+        rows = registry_rows(ref, accepted, earlier + 1, registry_name(config))
         store.write_part("registry", ref.run_id, "register", key, rows)
     track_round(ref, round_index, decisions)
     store.put_marker(ref.run_id, round_marker(round_index))

@@ -14,12 +14,13 @@ from prefect import task
 from schemas.configs import EvolveConfig
 from schemas.ids import content_id, seed_for
 from schemas.rows import CandidateRow, DistillateRow
+from tasks.gate.stage import completed_rounds
 from tasks.proposers import make_proposer
 from tasks.proposers.base import FailureMemoryItem, ParentInfo, Proposal, Proposer
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
-from tasks.search.archive import Member, build_archive, island_pool, tournament
+from tasks.search.archive import Member, island_pool, tournament
 
 DUPLICATE_RETRIES = 8
 
@@ -104,14 +105,26 @@ def sample(ref: RunRef, round_index: int, n_children: int) -> list[str]:
     return [r.candidate_id for r in rows]
 
 
+class Sources(dict):
+    """candidate_id -> program source, read from the store when first asked for: a round
+    reads the sources of the parents it draws, not of the whole archive."""
+
+    def __init__(self, store) -> None:
+        super().__init__()
+        self._store = store
+
+    def __missing__(self, candidate_id: str) -> str:
+        source = self[candidate_id] = self._store.get_blob(candidate_id).decode()
+        return source
+
+
 def _propose_rows(ref, config, metric, kind, round_index, n_children) -> list[CandidateRow]:
+    """The round's children from the archive of rounds 0 .. round_index-1, which is
+    `build_archive` and `failure_memory` over the whole run, folded round by round."""
     store = store_for(ref.store_uri)
-    candidates = store.read_rows("candidates", ref.run_id)
-    archive = build_archive(
-        candidates, store.read_rows("scores", ref.run_id), store.read_rows("executions", ref.run_id), metric
-    )
-    sources = {c.candidate_id: store.get_blob(c.candidate_id).decode() for c in candidates}
-    memory = failure_memory(store.read_rows("distillates", ref.run_id), round_index) if config.evolve.failure_memory else []
+    state = completed_rounds(ref, round_index - 1)
+    archive, sources = state.members, Sources(store)
+    memory = failure_memory(state.memory, round_index) if config.evolve.failure_memory else []
     proposer = make_proposer(config.proposer, config.evolve)
     rng = random.Random(seed_for(config.seed, "sample", round_index))
     children = propose_children(archive, sources, memory, proposer, config.evolve, round_index, n_children, rng)

@@ -31,8 +31,12 @@ def verdict_for(suite: Suite, case: Case, execution: ExecutionRow, output: objec
     return suite.score(case, output)
 
 
-def score_rows(ref: RunRef, suite: Suite, execution: ExecutionRow, case: Case, verdict: Verdict) -> list[ScoreRow]:
-    version = suite.scorer_version()
+def score_rows(
+    ref: RunRef, suite: Suite, execution: ExecutionRow, case: Case, verdict: Verdict, version: str | None = None
+) -> list[ScoreRow]:
+    """The verdict's metrics as rows; `version` is the suite's scorer version (computed
+    here when not given: callers scoring many executions pass it once)."""
+    version = version if version is not None else suite.scorer_version()
     return [
         ScoreRow(
             run_id=ref.run_id, execution_id=execution.execution_id, candidate_id=execution.candidate_id,
@@ -49,12 +53,13 @@ def score_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str]) 
     if store.has_part("scores", ref.run_id, "score", stage_tag):
         return
     cases = {c.case_id: c for c in suite.cases()}
+    version = suite.scorer_version()
     rows: list[ScoreRow] = []
     for candidate_id in candidate_ids:
         for execution in store.read_part("executions", ref.run_id, "execute", part_key(stage_tag, candidate_id)):
             output = json.loads(store.get_blob(blob_id(execution.output_uri))) if execution.output_uri else None
             verdict = verdict_for(suite, cases[execution.case_id], execution, output)
-            rows.extend(score_rows(ref, suite, execution, cases[execution.case_id], verdict))
+            rows.extend(score_rows(ref, suite, execution, cases[execution.case_id], verdict, version))
     store.write_part("scores", ref.run_id, "score", stage_tag, rows)
 
 
