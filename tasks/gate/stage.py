@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Sequence
 
 from prefect import task
-from prefect.transactions import Transaction, get_transaction
 
 from schemas.configs import RunConfig
 from schemas.ids import derived_id, seed_for
 from schemas.rows import GateDecisionRow, RegistryRow, ScoreRow
 from tasks.gate.best_so_far import best_so_far_gate
+from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.search.archive import case_scores
@@ -79,8 +79,7 @@ def gate(ref: RunRef, round_index: int, candidate_ids: list[str]) -> list[str]:
     """Publish the round's decisions; returns the accepted candidate ids in order."""
     store, config, suite = store_for(ref.store_uri), run_config(ref), run_suite(ref)
     key = f"r{round_index:04d}"
-    get_transaction().set("ref", ref)
-    get_transaction().set("gate_part", key)
+    remember_decision_part(ref, "gate", key)
     if not store.has_part("gate_decisions", ref.run_id, "gate", key):
         champion, scores = _champion_and_scores(ref, round_index)
         rows = decide_round(
@@ -114,9 +113,4 @@ def _champion_and_scores(ref: RunRef, round_index: int) -> tuple[RegistryRow | N
     return champion, scores
 
 
-@gate.on_rollback
-def _undo_gate(transaction: Transaction) -> None:
-    """A failed register un-publishes the round's decisions, so no decision is visible
-    without its registration; a resumed run re-decides identically."""
-    ref = transaction.get("ref")
-    store_for(ref.store_uri).delete_part("gate_decisions", ref.run_id, "gate", transaction.get("gate_part"))
+gate.on_rollback(undo_decision_part)  # a failed register un-publishes the round's decisions; a resume re-decides
