@@ -65,7 +65,7 @@ def test_a_forged_deep_result_line_makes_the_case_invalid_in_the_parent(depth):
 
 @pytest.mark.parametrize("depth", [975, 5000])
 def test_a_deeply_nested_output_is_an_invalid_execution(sandboxed, depth):
-    source = textwrap.dedent(f"""
+    source = textwrap.dedent("""
         import sys
         sys.setrecursionlimit(20000)
 
