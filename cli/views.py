@@ -152,13 +152,10 @@ TIMEOUT_WARN_ABOVE = 0.10
 def timeout_warning(store_uri: str, run_id: str) -> str | None:
     """A line to print when more than 10% of a run's executions timed out (the limit,
     not the candidates, may be what the run measured), with what to raise. None when
-    fewer did, or when the executions cannot be read (`ratchet check` says why)."""
+    fewer did."""
     from tasks.runtime.lifecycle import stored_config
 
-    try:
-        [row] = run_sql(open_store(store_uri), TIMEOUT_SHARE.format(run="'" + run_id.replace("'", "''") + "'")).to_pylist()
-    except duckdb.Error:
-        return None
+    [row] = run_sql(open_store(store_uri), TIMEOUT_SHARE.format(run="'" + run_id.replace("'", "''") + "'")).to_pylist()
     if not row["n"] or row["timeouts"] / row["n"] <= TIMEOUT_WARN_ABOVE:
         return None
     sandbox = stored_config(store_uri, run_id).sandbox

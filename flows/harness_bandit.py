@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from prefect import flow
 
-from flows.training import train_in_chunks
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.harness_bandit.bandit_train import train_bandit_chunk
 from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.chunks import train_in_chunks
 from tasks.training.stages import init_policy, policy_summary, register_policy
 
 SPEC = LOOP_SPECS["harness_bandit"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import dask
 from prefect import flow
 
-from flows.training import chunk_plan
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.opd.distill_train import (
     distill_chunk,
@@ -34,6 +33,7 @@ from tasks.loops.opd.distill_train import (
     train_teacher_once,
 )
 from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.chunks import chunk_plan
 from tasks.training.stages import policy_summary
 
 SPEC = LOOP_SPECS["opd"]

@@ -22,10 +22,10 @@ from __future__ import annotations
 import dask
 from prefect import flow
 
-from flows.training import chunk_plan
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.ppo_pact.critic_train import init_actor_critic, train_actor_critic
 from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.training.chunks import chunk_plan
 from tasks.training.stages import evaluate_policy, policy_summary, register_policy
 
 SPEC = LOOP_SPECS["ppo_pact"]

@@ -2,7 +2,7 @@
 rules (group filters, masks, CLOOPD allocation). Bounded pydantic models, one docstring
 per field. `LossConfig` is the discriminated union that `kernels.build.build_loss`
 dispatches on once. Defaults marked *not specified* are this project's choices where
-the paper notes are silent (see ../shared/loops/)."""
+the paper notes are silent (see each loop's flow docstring)."""
 
 from __future__ import annotations
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from flows.grpo import grpo, progress_total
-from flows.training import chunk_plan
 from schemas.configs import RunConfig
 from schemas.post_training import GRPOConfig
 from storage.store import open_store
 from suites.arith import Arith
 from suites.arith.lm import from_bytes
+from tasks.training.chunks import chunk_plan
 from tasks.training.policy import greedy_outputs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -2,7 +2,7 @@
 StepResult`, each one optimizer step (draw prompts, sample the student, score its tokens
 under the teacher, apply the method's loss, AdamW). `METHODS` is the only dispatch.
 
-Departures from the papers (all on tiny arith LMs, see ../shared/loops/):
+Departures from the papers (all on tiny arith LMs, see the flow docstring of `flows/opd.py`):
 
 - opd / dial / cal_opd / gvpo read the teacher with the configured privileged context
   (Self-Teacher Context); its reverse KL is sampled-token, not full-vocabulary.

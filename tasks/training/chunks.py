@@ -1,7 +1,6 @@
-"""What the weight-update loops' flows share (grpo, ppo_pact, opd, paired_rollouts,
-harness_bandit): the chunk plan and the train-evaluate loop over chunks. Not a flow:
-loops' flows import it, never each other. Changing it changes five loops: run their
-tests/flows."""
+"""The chunk plan and the train-evaluate loop over chunks that the weight-update loops'
+flows share (grpo, ppo_pact, opd, paired_rollouts, harness_bandit): the flows call it,
+never each other. Changing it changes five loops: run their tests/flows."""
 
 from __future__ import annotations
 
