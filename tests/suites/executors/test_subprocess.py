@@ -69,7 +69,7 @@ def test_hang_times_out_close_to_the_limit(sandboxed, sandbox_root, hang, limits
     assert [r.status for r in results] == ["ok", "timeout", "ok"]
     assert reason in results[1].error
     if "CPU" in reason:
-        assert 1.0 <= results[1].cpu_s < 1.3 and 1.0 <= results[1].wall_s < 5.0
+        assert 1.0 <= results[1].cpu_s < 1.3 and 0.9 <= results[1].wall_s < 5.0  # the clocks start a read apart
     else:
         assert 1.5 <= results[1].wall_s < 2.0 and results[1].cpu_s < 0.2
     assert elapsed < results[1].wall_s + 2.0  # the limit plus two child start-ups, not more
