@@ -79,6 +79,9 @@ def run(
     timeout: Optional[float] = typer.Option(None, min=0.001, help="Sandbox limit per case, seconds (default 10; "
                                             "same as --set sandbox.timeout_s=SECONDS)."),
     no_tracking: bool = typer.Option(False, "--no-tracking", help="Do not log candidates to MLflow."),
+    start_from: str = typer.Option("seed", "--start-from", help="seed (round 0 is the suite's seed program) or champion "
+                                   "(round 0 re-scores the store's current champion of this suite and loop, so the run "
+                                   "continues from the last one; evolve and the harness loops)."),
     setting: list[str] = typer.Option([], "--set", help=(
         "Loop parameter SECTION.FIELD=VALUE (repeatable), e.g. --set opd.method=dial, --set grpo.lr=3e-5, "
         "--set heal.accept_all=true, --set grpo.categories=\\[add,sub]. Sections: evolve, grpo, opd, ppo_pact, "
@@ -90,7 +93,7 @@ def run(
     from cli.running import execute_run, make_config
 
     config = make_config(loop, suite, budget, seed, workers, dask, proposer,
-                         inner_budget, param, timeout, not no_tracking, setting)
+                         inner_budget, param, timeout, not no_tracking, setting, start_from)
     execute_run(console, store_uri, config, run_id=None)
 
 

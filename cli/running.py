@@ -74,7 +74,7 @@ def suite_names(config: RunConfig) -> tuple[str, ...]:
 
 
 def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, params, timeout, tracking,
-                settings: list[str] = ()) -> RunConfig:
+                settings: list[str] = (), start_from: str = "seed") -> RunConfig:
     """The run's config from the command line, every part checked before any work: the
     loop, the loop/suite pair, `--param`, `--set`, and the suite's reference data."""
     spec = _spec(loop)
@@ -91,7 +91,7 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
     config = RunConfig(
         loop=loop, suite=suite, budget=budget or spec.default_budget, seed=seed, workers=workers, dask_address=dask,
         proposer=proposer, inner_budget=inner_budget, suite_params=suite_params, tracking=tracking,
-        sandbox=SandboxConfig(**sandbox), **sections,
+        start_from=start_from, sandbox=SandboxConfig(**sandbox), **sections,
     )
     check_suites(config)
     return config

@@ -117,12 +117,37 @@ def show_run(console: Console, store_uri: str, run_id: str) -> None:
                 render(console, result, title=title)
     finally:
         con.close()
+    chain = lineage(store, run_id)
+    if len(chain) > 1:
+        render(console, pa.Table.from_pylist(chain), title="lineage (each run started from the one above's champion)")
     if failed:
         raise SystemExit(f"run {run_id}: {', '.join(failed)} could not be read; `ratchet check {run_id}` "
                          "names the damaged parts")
     warning = timeout_warning(store_uri, run_id)
     if warning:
         console.print(f"[yellow]warning:[/] {warning}")
+
+
+def lineage(store, run_id: str) -> list[dict]:
+    """The runs `run_id` continues (`--start-from champion`), oldest first: each run,
+    the champion it started from and the champion it ended with."""
+    starts: dict[str, str | None] = {}
+    for row in store.read_rows("runs"):
+        if row.status == "running":
+            starts.setdefault(row.run_id, row.start_run_id)
+    champions: dict[str, object] = {}
+    for row in sorted(store.read_rows("registry"), key=lambda r: (r.event_at, r.version)):
+        if row.alias == "champion":
+            champions[row.run_id] = row
+    chain, current = [], run_id
+    while current is not None and current not in {c["run"] for c in chain}:
+        best = champions.get(current)
+        chain.append({"run": current, "started_from": starts.get(current),
+                      "champion": best.candidate_id[:12] if best else None,
+                      "select_score": best.select_score if best else None,
+                      "holdout_score": best.holdout_score if best else None})
+        current = starts.get(current)
+    return chain[::-1]
 
 
 def write_catalog_file(store_uri: str, out: str | None) -> Path:

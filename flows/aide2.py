@@ -15,7 +15,7 @@ from prefect import flow
 from flows.evolve import evolve
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.aide2.outer import child_run_id, gate_agent, propose_agent
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
 SPEC = LOOP_SPECS["aide2"]
 
@@ -32,17 +32,17 @@ def progress_total(config: RunConfig) -> int:
     return config.budget * len(config.inner_suites) * (config.inner_budget + 1)
 
 
-@flow(name="aide2")
-def aide2(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+@flow(name="aide2", flow_run_name=flow_run_name)
+def aide2(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, tuple(config.inner_suites), parent_run_id)
     accepted = []
     with recorded_run(ref):
         for node in range(config.budget):
             agent = propose_agent(ref, node)
             summaries = [
-                evolve(inner_config(config, suite, agent), store_uri, child_run_id(ref, node, suite), run_id)
+                evolve(inner_config(config, suite, agent), ref.store_uri, child_run_id(ref, node, suite), run_id)
                 for suite in config.inner_suites
             ]
             if gate_agent(ref, node, agent, summaries):

@@ -29,7 +29,7 @@ from prefect.transactions import transaction
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.designer_rsi.designer import design, distill_gaps, plant_library, serve
 from tasks.loops.designer_rsi.designer_gate import designer_summary, final_test, gate_skill, publish_skill, replay_skill
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
 SPEC = LOOP_SPECS["designer_rsi"]
 
@@ -39,11 +39,11 @@ def progress_total(config: RunConfig) -> int:
     return config.budget + 1
 
 
-@flow(name="designer_rsi")
-def designer_rsi(config: RunConfig, store_uri: str, run_id: str | None = None,
+@flow(name="designer_rsi", flow_run_name=flow_run_name)
+def designer_rsi(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
                  parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         seed = plant_library(ref)

@@ -20,7 +20,7 @@ from prefect.transactions import transaction
 
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.gate.stage import gate
-from tasks.runtime.lifecycle import champion_summary, new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import champion_summary, flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.stages.distill import distill
 from tasks.stages.execute import execute
 from tasks.stages.register import register
@@ -42,10 +42,10 @@ def progress_total(config: RunConfig) -> int:
     return config.budget + 1
 
 
-@flow(name="evolve")
-def evolve(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+@flow(name="evolve", flow_run_name=flow_run_name)
+def evolve(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         for round_index, n_children in enumerate(round_plan(config.budget, config.evolve.children_per_round)):

@@ -44,7 +44,7 @@ from tasks.loops.growing_harness.grow_gate import (
     grow_summary,
     register_final,
 )
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
 SPEC = LOOP_SPECS["growing_harness"]
 
@@ -54,11 +54,11 @@ def progress_total(config: RunConfig) -> int:
     return config.budget + 1
 
 
-@flow(name="growing_harness")
-def growing_harness(config: RunConfig, store_uri: str, run_id: str | None = None,
+@flow(name="growing_harness", flow_run_name=flow_run_name)
+def growing_harness(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
                     parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         seed = scaffold(ref)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from prefect import flow
 
 from schemas.configs import LOOP_SPECS, RunConfig
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.training.chunks import train_in_chunks
 from tasks.training.stages import init_policy, policy_summary, register_policy, train_chunk
 
@@ -30,10 +30,10 @@ def progress_total(config: RunConfig) -> int:
     return config.budget
 
 
-@flow(name="grpo")
-def grpo(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+@flow(name="grpo", flow_run_name=flow_run_name)
+def grpo(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         policy = train_in_chunks(ref, config, init_policy(ref), train_chunk)

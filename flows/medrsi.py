@@ -39,7 +39,7 @@ from prefect.transactions import transaction
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.medrsi.medrsi_gate import admit, admit_seed, enrol, medrsi_summary, register_tools, trial, weigh
 from tasks.loops.medrsi.medrsi_stages import build, diagnose, discover, plant
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
 SPEC = LOOP_SPECS["medrsi"]
 
@@ -49,10 +49,10 @@ def progress_total(config: RunConfig) -> int:
     return config.budget + 1
 
 
-@flow(name="medrsi")
-def medrsi(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+@flow(name="medrsi", flow_run_name=flow_run_name)
+def medrsi(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         admit_seed(ref, plant(ref))

@@ -32,7 +32,7 @@ from tasks.loops.opd.distill_train import (
     register_student,
     train_teacher_once,
 )
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.training.chunks import chunk_plan
 from tasks.training.stages import policy_summary
 
@@ -44,10 +44,10 @@ def progress_total(config: RunConfig) -> int:
     return config.budget
 
 
-@flow(name="opd")
-def opd(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+@flow(name="opd", flow_run_name=flow_run_name)
+def opd(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask

@@ -24,7 +24,7 @@ from prefect import flow
 
 from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.ppo_pact.critic_train import init_actor_critic, train_actor_critic
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.training.chunks import chunk_plan
 from tasks.training.stages import evaluate_policy, policy_summary, register_policy
 
@@ -36,10 +36,10 @@ def progress_total(config: RunConfig) -> int:
     return config.budget
 
 
-@flow(name="ppo_pact")
-def ppo_pact(config: RunConfig, store_uri: str, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+@flow(name="ppo_pact", flow_run_name=flow_run_name)
+def ppo_pact(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         actor, critic = init_actor_critic(ref)

@@ -33,7 +33,7 @@ from schemas.configs import LOOP_SPECS, RunConfig
 from tasks.loops.self_healing.heal import detect, heal, notice, plant
 from tasks.loops.self_healing.heal_gate import heal_summary, register_rule, replay, validate
 from tasks.loops.self_healing.heal_guard import guard_is_due, library_guard
-from tasks.runtime.lifecycle import new_run_id, recorded_run, start_run
+from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
 SPEC = LOOP_SPECS["self_healing"]
 
@@ -43,11 +43,11 @@ def progress_total(config: RunConfig) -> int:
     return config.budget + 1
 
 
-@flow(name="self_healing")
-def self_healing(config: RunConfig, store_uri: str, run_id: str | None = None,
+@flow(name="self_healing", flow_run_name=flow_run_name)
+def self_healing(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
                  parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
-    run_id = run_id or new_run_id(config.loop)
+    run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         seed = plant(ref)

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from schemas.admission import DesignerConfig, GrowConfig, HealConfig, MedRSIConfig
 from schemas.frozen import Config
-from schemas.loops import HARNESS_LOOPS, LOOP_SPECS, ArtifactKind, LoopSpec, check_suite
+from schemas.loops import HARNESS_LOOPS, LOOP_SPECS, STARTS_FROM_CHAMPION, ArtifactKind, LoopSpec, check_suite
 
 __all__ = ["ArtifactKind", "HARNESS_LOOPS", "LOOP_SPECS", "LoopSpec", "RunConfig", "SandboxConfig", "EvolveConfig"]
 from schemas.post_training import (
@@ -123,6 +123,9 @@ class RunConfig(Config):
     designer: DesignerConfig = DesignerConfig()
     """designer_rsi only: gap threshold, traffic batch, replay sizes, ablation mode."""
     suite_params: dict[str, float | int | str | list[str]] = {}
+    start_from: Literal["seed", "champion"] = "seed"
+    """Round 0's candidate: the suite's seed, or the store's current champion of this run's
+    registry name (``suite/loop``), so a scheduled run continues from the last one."""
     tracking: bool = True
     """Log every candidate to MLflow (a null tracker when off)."""
     inner_budget: int = Field(16, ge=1)
@@ -139,6 +142,9 @@ class RunConfig(Config):
             )
         if self.loop == "paired_rollouts" and self.grpo.reward != "outcome":
             raise ValueError("paired_rollouts injects noise into the binary outcome; set grpo.reward='outcome'")
+        if self.start_from == "champion" and self.loop not in STARTS_FROM_CHAMPION:
+            raise ValueError(f"start_from='champion' continues a program or harness search; {self.loop} cannot "
+                             f"(loops that can: {', '.join(STARTS_FROM_CHAMPION)}); use start_from='seed'")
         if self.loop in HARNESS_LOOPS and self.proposer == "optuna":
             raise ValueError(f"proposer='optuna' tunes configs, but {self.loop} edits a harness; use "
                              "proposer='mutate' (the rule proposer) or 'llm' (a chat endpoint)")

@@ -79,6 +79,10 @@ HARNESS_LOOPS = tuple(name for name, spec in LOOP_SPECS.items() if spec.family =
 """Loops whose candidates are toolsim harness edits: offline their `mutate` proposer is the
 rule proposer (`tasks.proposers.rules`), which derives rules and skills from traces."""
 
+STARTS_FROM_CHAMPION = ("evolve",) + HARNESS_LOOPS
+"""Loops whose round 0 publishes one program or harness, so a run can start from the
+store's champion instead of the suite's seed (`start_from="champion"`)."""
+
 
 def loop_spec(name: str) -> LoopSpec:
     """The spec of loop ``name``; an unknown name is refused with the known ones."""

@@ -43,6 +43,10 @@ class RunRow(Row):
     mlflow_run_id: Optional[str]
     code_version: str
     error: Optional[str]
+    start_candidate_id: Optional[str] = None
+    """The candidate round 0 started from when it is an earlier run's champion."""
+    start_run_id: Optional[str] = None
+    """The run that registered that champion (None: the run started from the seed)."""
 
 
 class CandidateRow(Row):

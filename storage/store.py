@@ -37,8 +37,8 @@ from schemas.tables import TableSpec, table_spec
 from storage import compaction
 from storage import fs as storefs
 from storage.errors import TerminalError, io_errors
+from storage.uris import DEFAULT_STORE
 
-DEFAULT_STORE = "./.ratchet"
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _STAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*")

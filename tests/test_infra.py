@@ -1,5 +1,6 @@
-"""infra/: every Prefect deployment points at a real flow with a config that validates,
-on a work pool that docker-compose runs a worker for."""
+"""prefect.yaml and infra/: every Prefect deployment points at a real flow with a config
+that validates, on a work pool that docker-compose runs a worker for, with defaults that
+run on the embedded default (no store, Dask or S3 named in the parameters)."""
 
 from pathlib import Path
 
@@ -9,8 +10,10 @@ import yaml
 from flows import LOOPS
 from schemas.configs import RunConfig
 
-INFRA = Path(__file__).resolve().parents[1] / "infra"
-DEPLOYMENTS = yaml.safe_load((INFRA / "prefect.yaml").read_text())["deployments"]
+ROOT = Path(__file__).resolve().parents[1]
+INFRA = ROOT / "infra"
+PREFECT_YAML = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+DEPLOYMENTS = PREFECT_YAML["deployments"]
 
 
 def served_pools() -> set[str]:
@@ -32,3 +35,17 @@ def test_post_training_deployments_go_to_the_gpu_pool():
     for deployment in DEPLOYMENTS:
         if deployment["parameters"]["config"]["suite"] == "arith":
             assert deployment["work_pool"]["name"] == "ratchet-gpu", deployment["name"]
+
+
+def test_deployments_run_on_the_embedded_default():
+    assert "pull" not in PREFECT_YAML  # `prefect deploy` records the directory it runs in
+    for deployment in DEPLOYMENTS:
+        assert set(deployment["parameters"]) == {"config"}, deployment["name"]
+        assert "dask_address" not in deployment["parameters"]["config"], deployment["name"]
+
+
+def test_nightly_program_and_harness_searches_continue_from_the_champion():
+    for deployment in DEPLOYMENTS:
+        config = RunConfig(**deployment["parameters"]["config"])
+        if config.loop in ("evolve", "self_healing", "designer_rsi"):
+            assert config.start_from == "champion", deployment["name"]

@@ -7,22 +7,17 @@ from typing import Sequence
 
 from prefect import task
 
-from schemas.configs import RunConfig
 from schemas.ids import derived_id, seed_for
 from schemas.rows import GateDecisionRow, RegistryRow, ScoreRow
 from tasks.gate.best_so_far import best_so_far_gate
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
 from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.runtime.start import CHAMPION, registry_name, run_start, start_note
 from tasks.search.archive import case_scores
 from tasks.search.run_index import RunState, round_key, run_state
 
 GATE = "best_so_far"
-CHAMPION = "champion"
-
-
-def registry_name(config: RunConfig) -> str:
-    return f"{config.suite}/{config.loop}"
 
 
 def completed_rounds(ref: RunRef, through: int) -> RunState:
@@ -87,6 +82,9 @@ def gate(ref: RunRef, round_index: int, candidate_ids: list[str]) -> list[str]:
             champion.candidate_id if champion else None, suite.primary_metric, anchored_scorer_version(ref),
             config.evolve.gate_min_delta, config.seed,
         )
+        start = run_start(ref) if round_index == 0 else None
+        if start is not None:  # round 0 re-scored an earlier run's champion: the decision says whose
+            rows = [rows[0].model_copy(update={"reason": start_note(start, anchored_scorer_version(ref))})]
         store.write_part("gate_decisions", ref.run_id, "gate", key, rows)
     decisions = store.read_part("gate_decisions", ref.run_id, "gate", key)
     return [d.candidate_id for d in decisions if d.decision == "accept"]

@@ -12,6 +12,7 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict
 
 from schemas.configs import RunConfig
+from schemas.rows import RunRow
 from storage.store import TableStore, open_store
 from storage.tracking import Tracker, make_tracker
 from suites import get_suite
@@ -31,20 +32,24 @@ def store_for(uri: str) -> TableStore:
     return open_store(uri)
 
 
+def first_start(store: TableStore, run_id: str) -> RunRow:
+    """A run's first `running` event: its config, anchored scorer and start point."""
+    rows = [r for r in store.read_rows("runs", run_id) if r.status == "running"]
+    if not rows:
+        raise LookupError(f"run {run_id!r} has no start event in store {store.root_uri!r}")
+    return min(rows, key=lambda r: r.event_at)
+
+
 @lru_cache(maxsize=64)
 def run_config(ref: RunRef) -> RunConfig:
     """The config the run started with (its first `running` event)."""
-    rows = [r for r in store_for(ref.store_uri).read_rows("runs", ref.run_id) if r.status == "running"]
-    if not rows:
-        raise LookupError(f"run {ref.run_id!r} has no start event in store {ref.store_uri!r}")
-    first = min(rows, key=lambda r: r.event_at)
+    first = first_start(store_for(ref.store_uri), ref.run_id)
     return RunConfig.model_validate(json.loads(first.config_json)["config"])
 
 
 def anchored_scorer_version(ref: RunRef) -> str:
     """The scorer version the run was anchored to when it started."""
-    rows = [r for r in store_for(ref.store_uri).read_rows("runs", ref.run_id) if r.status == "running"]
-    return json.loads(min(rows, key=lambda r: r.event_at).config_json)["scorer_version"]
+    return json.loads(first_start(store_for(ref.store_uri), ref.run_id).config_json)["scorer_version"]
 
 
 @lru_cache(maxsize=16)
@@ -78,6 +83,13 @@ def arith_for(categories: tuple[str, ...], params_json: str):
 def run_suite(ref: RunRef) -> Suite:
     config = run_config(ref)
     return suite_for(config.suite, json.dumps(config.suite_params, sort_keys=True))
+
+
+def dask_address(config: RunConfig) -> str | None:
+    """The Dask scheduler a run's stages submit to: the config's, else the worker
+    environment's RATCHET_DASK_ADDRESS (how a deployment is switched onto a cluster),
+    else none (threads and processes of the flow's own machine)."""
+    return config.dask_address or os.environ.get("RATCHET_DASK_ADDRESS") or None
 
 
 def cases_by_split(suite: Suite, *splits: str) -> list[Case]:

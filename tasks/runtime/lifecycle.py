@@ -19,9 +19,12 @@ from prefect.runtime import flow_run
 from schemas.configs import RunConfig
 from schemas.rows import CaseRow, RunRow, ScoreRow
 from suites.base import Suite
+from storage.uris import resolve_store
 from tasks.runtime.context import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
 from tasks.runtime.failpoints import fail_point
+from tasks.runtime.prefect_states import failure_reason, supersede_flow_runs, with_stage
 from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.runtime.start import recorded_start, resolve_start
 
 PACKAGES = ("schemas", "storage", "kernels", "suites", "tasks", "flows", "cli")
 
@@ -42,14 +45,31 @@ def new_run_id(loop: str) -> str:
     return f"{loop}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
+def run_id_of_flow_run(loop: str) -> str:
+    """The Ratchet run id of a flow run started without one (a deployment's): derived
+    from the Prefect flow run id, so a Prefect retry of that flow run resumes the same run."""
+    flow_run_id = flow_run.get_id()
+    return f"{loop}-{flow_run_id}" if flow_run_id else new_run_id(loop)
+
+
+def flow_run_name() -> str:
+    """Prefect's name for a loop's flow run: the Ratchet run id it runs."""
+    parameters = flow_run.parameters
+    config = parameters["config"]
+    loop = config["loop"] if isinstance(config, dict) else config.loop
+    return parameters.get("run_id") or run_id_of_flow_run(loop)
+
+
 def _event(ref: RunRef, config: RunConfig, status: str, started_at: datetime, config_json: str,
            parent_run_id: str | None, error: str | None = None) -> RunRow:
     now = datetime.now(timezone.utc)
+    start = recorded_start(config_json)
     return RunRow(
         run_id=ref.run_id, loop=config.loop, suite=config.suite, config_json=config_json, status=status,
         event_at=now, started_at=started_at, finished_at=now if status != "running" else None,
         parent_run_id=parent_run_id, prefect_flow_run_id=flow_run.get_id(), mlflow_run_id=None,
-        code_version=code_version(), error=error,
+        code_version=code_version(), error=error, start_candidate_id=start.candidate_id if start else None,
+        start_run_id=start.run_id if start else None,
     )
 
 
@@ -59,21 +79,27 @@ def anchored_version(suites: Sequence[Suite]) -> str:
 
 @task(name="start-run", **STAGE_OPTIONS)
 def start_run(
-    store_uri: str, run_id: str, config: RunConfig, suite_names: tuple[str, ...], parent_run_id: str | None = None
+    store_uri: str | None, run_id: str, config: RunConfig, suite_names: tuple[str, ...],
+    parent_run_id: str | None = None,
 ) -> RunRef:
-    """Record the run's start (or a resume), anchor its scorers, and publish its cases."""
-    ref = RunRef(store_uri=store_uri, run_id=run_id)
+    """Record the run's start (or a resume), anchor its scorers, and publish its cases.
+    No store URI (a deployment run): RATCHET_STORE, else ./.ratchet of the working directory."""
+    ref = RunRef(store_uri=store_uri or resolve_store(None), run_id=run_id)
+    store_uri = ref.store_uri
     store = store_for(store_uri)
     suites = [make_suite(config, name) for name in suite_names]
     if store.has_part("runs", run_id, "status", "running"):
         check_resumable(ref, anchored_version(suites))
         first = store.read_part("runs", run_id, "status", "running")[0]
-        resumes = sum(1 for r in store.read_rows("runs", run_id) if r.status == "running")
+        events = store.read_rows("runs", run_id)
+        resumes = sum(1 for r in events if r.status == "running")
+        supersede_flow_runs(events, run_id)
         store.write_part("runs", run_id, "status", f"resume-{resumes}",
                          [_event(ref, config, "running", first.started_at, first.config_json, parent_run_id)])
     else:
-        config_json = json.dumps({"config": config.model_dump(mode="json"), "scorer_version": anchored_version(suites)},
-                                 sort_keys=True)
+        start = resolve_start(store, config, run_id)
+        config_json = json.dumps({"config": config.model_dump(mode="json"), "scorer_version": anchored_version(suites),
+                                  "start": start.model_dump() if start else None}, sort_keys=True)
         store.write_part("runs", run_id, "status", "running",
                          [_event(ref, config, "running", datetime.now(timezone.utc), config_json, parent_run_id)])
     with recorded_failure(ref):
@@ -96,9 +122,14 @@ def recorded_failure(ref: RunRef) -> Iterator[RunRef]:
     try:
         yield ref
     except BaseException as exc:
-        reason = "interrupted (Ctrl-C or SIGINT)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-        finish_run.fn(ref, "failed", reason)  # the plain function: Prefect may be unwinding
-        raise
+        if isinstance(exc, KeyboardInterrupt):
+            finish_run.fn(ref, "failed", "interrupted (Ctrl-C or SIGINT)")  # the plain function: Prefect may be unwinding
+            raise
+        failure = with_stage(ref.run_id, exc)
+        finish_run.fn(ref, "failed", failure_reason(failure))
+        if failure is exc:
+            raise
+        raise failure from exc
 
 
 @contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from storage.errors import is_transient
 from tasks.proposers.base import TransientProposerError
+from tasks.runtime.prefect_states import remember_failed_stage, stage_run_name
 
 RETRIES = 3
 RETRY_DELAYS_S = [1, 4, 16]
@@ -21,4 +22,7 @@ def retry_transient(task, task_run, state) -> bool:
     return False
 
 
-STAGE_OPTIONS = dict(retries=RETRIES, retry_delay_seconds=RETRY_DELAYS_S, retry_condition_fn=retry_transient)
+STAGE_OPTIONS = dict(retries=RETRIES, retry_delay_seconds=RETRY_DELAYS_S, retry_condition_fn=retry_transient,
+                     task_run_name=stage_run_name, on_failure=[remember_failed_stage])
+"""Every stage's Prefect options: transient retries, named `<stage> r<round>`, and its
+final failure remembered so the run's failed state names the stage."""

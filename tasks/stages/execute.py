@@ -18,7 +18,7 @@ from schemas.ids import derived_id
 from schemas.rows import ExecutionRow
 from suites.base import Case, CaseResult
 from suites.executors import make_executor
-from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, dask_address, run_config, run_suite, store_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -73,7 +73,7 @@ def run_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], ca
         return
     runner, entry = suite.runner_source(), suite.entrypoint
     programs = {c: store.get_blob(c).decode() for c in pending}
-    if config.dask_address:
+    if dask_address(config):
         _run_on_dask(ref, stage_tag, pending, programs, runner, entry, cases, config)
         return
     with ThreadPoolExecutor(max_workers=config.workers) as pool:
@@ -88,7 +88,7 @@ def run_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], ca
 def _run_on_dask(ref, stage_tag, pending, programs, runner, entry, cases, config) -> None:
     from distributed import Client, as_completed
 
-    with Client(config.dask_address, timeout="30s") as client:
+    with Client(dask_address(config), timeout="30s") as client:
         futures = client.map(
             evaluate_program, [programs[c] for c in pending], runner=runner, entrypoint=entry,
             cases=list(cases), sandbox=config.sandbox, pure=False,

@@ -20,6 +20,7 @@ from tasks.proposers.base import FailureMemoryItem, ParentInfo, Proposal, Propos
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.runtime.start import round0_program
 from tasks.search.archive import Member, island_pool, tournament
 
 DUPLICATE_RETRIES = 8
@@ -78,11 +79,10 @@ def propose_children(
     return children
 
 
-def _seed_row(ref: RunRef, source_uri: str, candidate_id: str, kind: str) -> CandidateRow:
+def _seed_row(ref: RunRef, source_uri: str, candidate_id: str, kind: str, summary: str) -> CandidateRow:
     return CandidateRow(
         run_id=ref.run_id, candidate_id=candidate_id, round=0, parent_ids=[], operator="seed",
-        proposer="seed", artifact_kind=kind, artifact_uri=source_uri, island=-1,
-        summary="the suite's seed program",
+        proposer="seed", artifact_kind=kind, artifact_uri=source_uri, island=-1, summary=summary,
     )
 
 
@@ -96,9 +96,9 @@ def sample(ref: RunRef, round_index: int, n_children: int) -> list[str]:
     crash_point("sample", round_index)
     config, suite = run_config(ref), run_suite(ref)
     if round_index == 0:
-        source = suite.seed_program()
-        blob = store.put_blob(source.encode())
-        rows = [_seed_row(ref, store.blob_uri(blob), blob, suite.artifact_kind)]
+        program, summary = round0_program(ref, suite.seed_program(), "the suite's seed program")
+        blob = store.put_blob(program)
+        rows = [_seed_row(ref, store.blob_uri(blob), blob, suite.artifact_kind, summary)]
     else:
         rows = _propose_rows(ref, config, suite.primary_metric, suite.artifact_kind, round_index, n_children)
     store.write_part("candidates", ref.run_id, "sample", key, rows)

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from prefect import task
 
-from schemas.configs import RunConfig
+from tasks.runtime.start import registry_name
 from schemas.ids import derived_id
 from schemas.rows import CandidateRow, ExecutionRow, RegistryRow, ScoreRow, TrainStepRow
 from tasks.runtime.context import RunRef, anchored_scorer_version, make_suite, run_config, store_for, tracker_for
@@ -33,10 +33,6 @@ CHAMPION = "champion"
 def arith(ref: RunRef):
     config = run_config(ref)
     return make_suite(config, config.suite)
-
-
-def registry_name(config: RunConfig) -> str:
-    return f"{config.suite}/{config.loop}"
 
 
 def chunk_key(chunk: int) -> str:

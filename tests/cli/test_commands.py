@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from cli.views import lineage
 from storage.store import open_store
 
 pytestmark = [pytest.mark.integration]
@@ -96,3 +97,19 @@ def test_llm_proposer_without_endpoint_says_how_to_configure(tmp_path, monkeypat
     result = runner.invoke(app, ["run", "evolve", "--proposer", "llm", "--store", str(tmp_path)])
     assert result.exit_code == 2
     assert "RATCHET_LLM_BASE_URL" in result.stderr and "--proposer mutate" in result.stderr
+
+
+def test_a_run_started_from_the_champion_shows_its_lineage(finished_run, tmp_path):
+    store, first = finished_run
+    result = runner.invoke(app, ["run", "evolve", "--suite", "circle_packing", "--budget", "2", "--seed", "5",
+                                 "--store", str(store), "--no-tracking", "--start-from", "champion"])
+    assert result.exit_code == 0, result.output
+    (second,) = {r.run_id for r in open_store(str(store)).read_rows("runs")} - {first}
+    champion = max((r for r in open_store(str(store)).read_rows("registry", first)), key=lambda r: r.version)
+    shown = runner.invoke(app, ["show", second, "--store", str(store)])
+    assert shown.exit_code == 0, shown.output
+    assert "lineage" in shown.output and champion.candidate_id[:12] in shown.output.split("lineage", 1)[1]
+    chain = lineage(open_store(str(store)), second)
+    assert [(c["run"], c["started_from"]) for c in chain] == [(first, None), (second, first)]
+    assert chain[0]["champion"] == champion.candidate_id[:12]
+    assert chain[1]["select_score"] >= chain[0]["select_score"]

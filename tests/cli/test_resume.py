@@ -74,6 +74,19 @@ def test_killed_run_resumes_to_identical_rows(reference, tmp_path, kill_at):
     statuses = sorted(r.status for r in open_store(str(store)).read_rows("runs"))
     assert statuses == ["finished", "running", "running"]
     assert mlflow_runs(store) == (1, len(expected["candidates"]))
+    events = sorted(open_store(str(store)).read_rows("runs"), key=lambda r: r.event_at)
+    killed, resumed = events[0].prefect_flow_run_id, events[-1].prefect_flow_run_id
+    assert killed != resumed
+    assert flow_run_states(prefect_home, killed, resumed) == {killed: ("CRASHED", run_id), resumed: ("COMPLETED", run_id)}
+
+
+def flow_run_states(prefect_home, *flow_run_ids) -> dict[str, tuple[str, str]]:
+    """(state type, name) of flow runs in the CLI's ephemeral Prefect database: the killed
+    run's flow run is marked crashed by the resume, and both are named by the run id."""
+    with sqlite3.connect(Path(prefect_home) / "prefect.db") as db:
+        rows = db.execute(f"SELECT id, state_type, name FROM flow_run WHERE id IN ({','.join('?' * len(flow_run_ids))})",
+                          list(flow_run_ids)).fetchall()
+    return {str(i): (state, name) for i, state, name in rows}
 
 
 def mlflow_runs(store) -> tuple[int, int]:

@@ -118,13 +118,17 @@ validate.on_rollback(undo_decision_part)  # a failed register un-publishes the d
 
 def registry_row(ref: RunRef, decision: GateDecisionRow) -> RegistryRow:
     """The decision's candidate as the next champion version (train runs completed,
-    holdout measured: the only place holdout is ever run)."""
-    name = registry_name(run_config(ref))
-    earlier = [r for r in store_for(ref.store_uri).read_rows("registry", ref.run_id) if r.name == name]
+    holdout measured: the only place holdout is ever run). Its select score is its
+    success over every train case, the champion's own selection evidence, so versions
+    (and runs continuing from one another) compare on the same cases; the decision's
+    select score covers only the cases its replay weighed."""
+    store, name = store_for(ref.store_uri), registry_name(run_config(ref))
+    earlier = [r for r in store.read_rows("registry", ref.run_id) if r.name == name]
     evaluate_on_train(ref, decision.candidate_id)
+    train = case_metrics(store.read_rows("scores", ref.run_id), decision.candidate_id, ("train",))
     return RegistryRow(run_id=ref.run_id, name=name, version=len(earlier) + 1, candidate_id=decision.candidate_id,
                        stage="stable", alias=CHAMPION, decision_id=decision.decision_id,
-                       select_score=decision.select_score, holdout_score=holdout_score(ref, decision.candidate_id),
+                       select_score=success_rate(train), holdout_score=holdout_score(ref, decision.candidate_id),
                        event_at=datetime.now(timezone.utc))
 
 
