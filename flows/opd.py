@@ -21,7 +21,6 @@ published chunk and reproduces the uninterrupted run on CPU."""
 
 from __future__ import annotations
 
-import dask
 from prefect import flow
 
 from schemas.configs import LOOP_SPECS, RunConfig
@@ -50,13 +49,11 @@ def opd(config: RunConfig, store_uri: str | None = None, run_id: str | None = No
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
-        with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
-            teacher = train_teacher_once(ref)
-            student = init_student(ref)
+        teacher = train_teacher_once(ref)
+        student = init_student(ref)
         evaluate_student(ref, student)
         for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.opd.eval_every)):
-            with dask.annotate(resources={"GPU": 1}):
-                student = distill_chunk(ref, chunk, first_step, n_steps, student, teacher)
+            student = distill_chunk(ref, chunk, first_step, n_steps, student, teacher)
             evaluate_student(ref, student)
         register_student(ref, student, teacher)
     return policy_summary(ref)

@@ -19,7 +19,6 @@ deterministic parts, so a resumed run reproduces the uninterrupted run on CPU.""
 
 from __future__ import annotations
 
-import dask
 from prefect import flow
 
 from schemas.configs import LOOP_SPECS, RunConfig
@@ -45,8 +44,7 @@ def ppo_pact(config: RunConfig, store_uri: str | None = None, run_id: str | None
         actor, critic = init_actor_critic(ref)
         evaluate_policy(ref, actor)
         for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.ppo_pact.eval_every)):
-            with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
-                actor, critic = train_actor_critic(ref, chunk, first_step, n_steps, actor, critic)
+            actor, critic = train_actor_critic(ref, chunk, first_step, n_steps, actor, critic)
             evaluate_policy(ref, actor)
         register_policy(ref, actor)
     return policy_summary(ref)

@@ -200,8 +200,10 @@ class RegistryRow(Row):
 
 
 class TrainStepRow(Row):
-    """An optimizer step of a training loop. Written by distill in post-training loops;
-    read by reports. Key: (run_id, candidate_id, step)."""
+    """An optimizer step of a training loop. Written by the training chunks of the
+    post-training loops; read by reports. ``worker`` is the Dask worker that trained the
+    chunk (``local``: the flow's own process), ``device`` the torch device (``cpu``,
+    ``cuda:0``). Key: (run_id, candidate_id, step)."""
 
     run_id: str
     candidate_id: str
@@ -211,6 +213,8 @@ class TrainStepRow(Row):
     tokens: int
     samples: int
     wall_s: float
+    worker: str
+    device: str
 
 
 class NodeRow(Row):

@@ -4,8 +4,6 @@ never each other. Changing it changes five loops: run their tests/flows."""
 
 from __future__ import annotations
 
-import dask
-
 from schemas.configs import RunConfig
 from tasks.runtime.context import RunRef
 from tasks.training.stages import evaluate_policy
@@ -19,10 +17,11 @@ def chunk_plan(budget: int, eval_every: int) -> list[tuple[int, int]]:
 
 def train_in_chunks(ref: RunRef, config: RunConfig, policy: str, train) -> str:
     """Evaluate the policy, then train it chunk by chunk with the `train` stage (GRPO's or
-    a variant's: same signature), evaluating after each chunk; returns the last policy."""
+    a variant's: same signature; it trains on the run's GPU worker when the run has a
+    cluster, `tasks.training.placement`), evaluating after each chunk here; returns the
+    last policy."""
     evaluate_policy(ref, policy)
     for chunk, (first_step, n_steps) in enumerate(chunk_plan(config.budget, config.grpo.eval_every)):
-        with dask.annotate(resources={"GPU": 1}):  # honoured when the stages are submitted to Dask
-            policy = train(ref, chunk, first_step, n_steps, policy)
+        policy = train(ref, chunk, first_step, n_steps, policy)
         evaluate_policy(ref, policy)
     return policy

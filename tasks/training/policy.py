@@ -46,8 +46,11 @@ evaluations of the same weights give the same outputs even at near-ties."""
 
 
 def device() -> torch.device:
-    """CUDA when present, else CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """The current CUDA device when present (`cuda:0` on a worker given one GPU), else CPU;
+    indexed, so that `str(device())` names the device a `train_steps` row ran on."""
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 @dataclass(frozen=True)

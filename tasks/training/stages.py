@@ -18,25 +18,20 @@ from typing import Sequence
 
 from prefect import task
 
-from tasks.runtime.start import registry_name
 from schemas.ids import derived_id
 from schemas.rows import CandidateRow, ExecutionRow, RegistryRow, ScoreRow, TrainStepRow
 from tasks.runtime.context import RunRef, anchored_scorer_version, make_suite, run_config, store_for, tracker_for
 from tasks.runtime.failpoints import crash_point
-from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.runtime.start import CHAMPION, registry_name
+from tasks.training.placement import chunk_key, run_chunk, worker_name
 from tasks.training.policy import device, greedy_outputs, load_checkpoint, pretrain, save_checkpoint, train_step
-
-CHAMPION = "champion"
-
 
 def arith(ref: RunRef):
     config = run_config(ref)
     return make_suite(config, config.suite)
 
 
-def chunk_key(chunk: int) -> str:
-    return f"c{chunk:04d}"
 
 
 def policy_row(ref: RunRef, blob: str, round_index: int, parents: list[str], operator: str, summary: str) -> CandidateRow:
@@ -91,18 +86,26 @@ def init_policy(ref: RunRef) -> str:
 
 
 def step_row(ref: RunRef, candidate_id: str, step: int, result) -> TrainStepRow:
+    """A step's row, with where it ran: the Dask worker (or "local") and the torch device."""
     return TrainStepRow(run_id=ref.run_id, candidate_id=candidate_id, step=step, loss=result.loss,
-                        metrics=result.metrics, tokens=result.tokens, samples=result.samples, wall_s=result.wall_s)
+                        metrics=result.metrics, tokens=result.tokens, samples=result.samples, wall_s=result.wall_s,
+                        worker=worker_name(), device=str(device()))
 
 
 @task(name="train-chunk", **STAGE_OPTIONS)
 def train_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent_id: str) -> str:
-    """`n_steps` GRPO steps from the policy `parent_id`; publishes the checkpoint as a
-    candidate and one train_steps row per step (keyed by the new candidate); returns
-    its id (idempotent: a published chunk is read back, not retrained)."""
+    """`n_steps` GRPO steps from the policy `parent_id`, on the run's GPU worker when it
+    has a cluster (`tasks.training.placement.run_chunk`); returns the new policy's id."""
+    return run_chunk(ref, "train", chunk, first_step, n_steps, grpo_chunk, parent_id)
+
+
+def grpo_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent_id: str) -> tuple[str, str | None]:
+    """`train_chunk`'s work: publishes the checkpoint as a candidate and one train_steps
+    row per step (keyed by the new candidate) -> (its id, progress status) (idempotent:
+    a published chunk is read back, not retrained, and has no status)."""
     store, key = store_for(ref.store_uri), chunk_key(chunk)
     if store.has_part("train_steps", ref.run_id, "train", key):
-        return store.read_part("candidates", ref.run_id, "train", key)[0].candidate_id
+        return store.read_part("candidates", ref.run_id, "train", key)[0].candidate_id, None
     config, suite = run_config(ref), arith(ref)
     model, optimizer, done = load_checkpoint(store.get_blob(parent_id), config.grpo.lr, device())
     if done != first_step:
@@ -117,8 +120,7 @@ def train_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent_i
                      [policy_row(ref, blob, chunk + 1, [parent_id], config.grpo.advantage, summary)])
     rows = [step_row(ref, blob, first_step + i, r) for i, r in enumerate(results)]
     store.write_part("train_steps", ref.run_id, "train", key, rows)
-    reporter().advance(n_steps, f"step {first_step + n_steps}, reward {results[-1].metrics['reward_mean']:.2f}")
-    return blob
+    return blob, f"step {first_step + n_steps}, reward {results[-1].metrics['reward_mean']:.2f}"
 
 
 def eval_key(split: str, candidate_id: str) -> str:

@@ -41,6 +41,8 @@ def test_registry_and_train_step_types_are_pinned():
     assert registry.field("version").type == pa.int64()
     train = to_arrow_schema(TrainStepRow)
     assert train.field("metrics").type == pa.map_(pa.string(), pa.float64())
+    assert train.names[-2:] == ["worker", "device"]
+    assert all(train.field(c).type == pa.string() and not train.field(c).nullable for c in ("worker", "device"))
 
 
 def test_every_table_has_key_columns_and_run_id():
@@ -55,8 +57,9 @@ def test_every_table_has_key_columns_and_run_id():
 def test_rows_round_trip_through_arrow_including_maps():
     rows = [
         TrainStepRow(run_id="r", candidate_id="c", step=1, loss=0.5, metrics={"kl": 0.1, "acc": 1.0},
-                     tokens=10, samples=2, wall_s=0.01),
-        TrainStepRow(run_id="r", candidate_id="c", step=2, loss=0.25, metrics={}, tokens=12, samples=2, wall_s=0.02),
+                     tokens=10, samples=2, wall_s=0.01, worker="local", device="cpu"),
+        TrainStepRow(run_id="r", candidate_id="c", step=2, loss=0.25, metrics={}, tokens=12, samples=2, wall_s=0.02,
+                     worker="gpu-worker", device="cuda:0"),
     ]
     table = rows_to_table(TrainStepRow, rows)
     assert table.num_rows == 2

@@ -16,8 +16,8 @@ from suites.arith.lm import from_bytes, to_bytes
 from tasks.loops.harness_bandit.bandit import SchedulerState, bandit_step
 from tasks.runtime.context import RunRef, run_config, store_for
 from tasks.runtime.failpoints import crash_point
-from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.training.placement import run_chunk
 from tasks.training.policy import device, load_checkpoint
 from tasks.training.stages import arith, chunk_key, policy_row, step_row
 
@@ -43,11 +43,18 @@ def scheduler_state(data: bytes, harnesses: int) -> SchedulerState:
 
 @task(name="train-bandit-chunk", **STAGE_OPTIONS)
 def train_bandit_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent_id: str) -> str:
-    """`n_steps` scheduled GRPO steps from the policy `parent_id`; returns the new
-    checkpoint's candidate id (idempotent)."""
+    """`n_steps` scheduled GRPO steps from the policy `parent_id`, on the run's GPU worker
+    when it has a cluster (`tasks.training.placement.run_chunk`); returns the new
+    checkpoint's candidate id."""
+    return run_chunk(ref, "train", chunk, first_step, n_steps, bandit_chunk, parent_id)
+
+
+def bandit_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent_id: str) -> tuple[str, str | None]:
+    """`train_bandit_chunk`'s work -> (new candidate id, progress status) (idempotent: a
+    published chunk is read back and has no status)."""
     store, key = store_for(ref.store_uri), chunk_key(chunk)
     if store.has_part("train_steps", ref.run_id, "train", key):
-        return store.read_part("candidates", ref.run_id, "train", key)[0].candidate_id
+        return store.read_part("candidates", ref.run_id, "train", key)[0].candidate_id, None
     config, suite = run_config(ref), arith(ref)
     hb = config.harness_bandit
     parent = store.get_blob(parent_id)
@@ -67,5 +74,4 @@ def train_bandit_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, p
                      [policy_row(ref, blob, chunk + 1, [parent_id], hb.scheduler, summary)])
     store.write_part("train_steps", ref.run_id, "train", key,
                      [step_row(ref, blob, first_step + i, r) for i, r in enumerate(results)])
-    reporter().advance(n_steps, f"step {first_step + n_steps}, {summary}")
-    return blob
+    return blob, f"step {first_step + n_steps}, {summary}"

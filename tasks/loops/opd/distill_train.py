@@ -33,8 +33,8 @@ from tasks.loops.opd.opd_methods import METHODS
 from tasks.loops.opd.opd_rollouts import StepContext
 from tasks.runtime.context import RunRef, make_suite, run_config, store_for, tracker_for
 from tasks.runtime.failpoints import crash_point
-from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.training.placement import run_chunk
 from tasks.training.policy import device, make_optimizer
 from tasks.training.stages import CHAMPION, accuracy, chunk_key, step_row
 
@@ -181,11 +181,19 @@ def load_teacher(ref: RunRef, teacher_id: str):
 @task(name="distill-chunk", **STAGE_OPTIONS)
 def distill_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent_id: str, teacher_id: str) -> str:
     """`n_steps` steps of the configured method from the student `parent_id` against the
-    frozen teacher; publishes the checkpoint as a candidate and one train_steps row per
-    step; returns its id (idempotent: a published chunk is read back, not retrained)."""
+    frozen teacher, on the run's GPU worker when it has a cluster
+    (`tasks.training.placement.run_chunk`); returns the new student's id."""
+    return run_chunk(ref, "distill", chunk, first_step, n_steps, opd_chunk, parent_id, teacher_id)
+
+
+def opd_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent_id: str,
+              teacher_id: str) -> tuple[str, str | None]:
+    """`distill_chunk`'s work: publishes the checkpoint as a candidate and one train_steps
+    row per step -> (its id, progress status) (idempotent: a published chunk is read
+    back, not retrained, and has no status)."""
     store, key = store_for(ref.store_uri), chunk_key(chunk)
     if store.has_part("train_steps", ref.run_id, "distill", key):
-        return store.read_part("candidates", ref.run_id, "distill", key)[0].candidate_id
+        return store.read_part("candidates", ref.run_id, "distill", key)[0].candidate_id, None
     config = run_config(ref)
     cfg = config.opd
     student, optimizer, done, state = load_student(store.get_blob(parent_id), cfg.lr)
@@ -202,8 +210,7 @@ def distill_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, parent
                      [candidate_row(ref.run_id, store, blob, chunk + 1, [parent_id], cfg.method, summary)])
     store.write_part("train_steps", ref.run_id, "distill", key,
                      [step_row(ref, blob, first_step + i, r) for i, r in enumerate(results)])
-    reporter().advance(n_steps, f"step {first_step + n_steps}, rollout accuracy {results[-1].metrics['accuracy']:.2f}")
-    return blob
+    return blob, f"step {first_step + n_steps}, rollout accuracy {results[-1].metrics['accuracy']:.2f}"
 
 
 @task(name="evaluate-student", **STAGE_OPTIONS)

@@ -16,8 +16,8 @@ from prefect import task
 from tasks.loops.ppo_pact.actor_critic import Learner, actor_critic_step, load_critic, make_critic, save_critic
 from tasks.runtime.context import RunRef, run_config, store_for
 from tasks.runtime.failpoints import crash_point
-from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.training.placement import run_chunk
 from tasks.training.policy import device, load_checkpoint, save_checkpoint
 from tasks.training.stages import arith, chunk_key, policy_row, registry_row, step_row, warm_start
 
@@ -54,12 +54,19 @@ def init_actor_critic(ref: RunRef) -> tuple[str, str]:
 @task(name="train-actor-critic", **STAGE_OPTIONS)
 def train_actor_critic(ref: RunRef, chunk: int, first_step: int, n_steps: int, actor_id: str,
                        critic_id: str) -> tuple[str, str]:
-    """`n_steps` actor-critic steps from the pair (actor_id, critic_id); publishes both
-    checkpoints as candidates and one train_steps row per step (keyed by the new actor)
-    -> (actor id, critic id) (idempotent: a published chunk is read back, not retrained)."""
+    """`n_steps` actor-critic steps from the pair (actor_id, critic_id), on the run's GPU
+    worker when it has a cluster (`tasks.training.placement.run_chunk`) -> (actor id, critic id)."""
+    return run_chunk(ref, "train", chunk, first_step, n_steps, actor_critic_chunk, actor_id, critic_id)
+
+
+def actor_critic_chunk(ref: RunRef, chunk: int, first_step: int, n_steps: int, actor_id: str,
+                       critic_id: str) -> tuple[tuple[str, str], str | None]:
+    """`train_actor_critic`'s work: publishes both checkpoints as candidates and one
+    train_steps row per step (keyed by the new actor) -> ((actor id, critic id), progress
+    status) (idempotent: a published chunk is read back, not retrained, and has no status)."""
     store, key = store_for(ref.store_uri), chunk_key(chunk)
     if store.has_part("train_steps", ref.run_id, "train", key):
-        return actor_and_critic(store.read_part("candidates", ref.run_id, "train", key))
+        return actor_and_critic(store.read_part("candidates", ref.run_id, "train", key)), None
     config, suite = run_config(ref), arith(ref)
     cfg = config.ppo_pact
     actor, actor_optimizer, done = load_checkpoint(store.get_blob(actor_id), cfg.lr, device())
@@ -81,5 +88,4 @@ def train_actor_critic(ref: RunRef, chunk: int, first_step: int, n_steps: int, a
     ])
     store.write_part("train_steps", ref.run_id, "train", key,
                      [step_row(ref, new_actor, first_step + i, r) for i, r in enumerate(results)])
-    reporter().advance(n_steps, f"step {last}, reward {results[-1].metrics['reward_mean']:.2f}")
-    return new_actor, new_critic
+    return (new_actor, new_critic), f"step {last}, reward {results[-1].metrics['reward_mean']:.2f}"
