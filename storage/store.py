@@ -292,6 +292,13 @@ class TableStore:
             raise TerminalError(f"blob {sha} in {self.root_uri} is corrupted: its content hashes to {actual}")
         return data
 
+    def has_blob(self, sha: str) -> bool:
+        """Whether a blob is stored under ``sha``; False for a name that is no sha256."""
+        if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+            return False
+        with io_errors(f"looking up blob {sha} in {self.root_uri}"):
+            return storefs.exists(self._loc, self._blob_path(sha))
+
     def blob_uri(self, sha: str) -> str:
         return self._loc.uri_of(self._blob_path(sha))
 

@@ -10,6 +10,10 @@ second ``log_candidate`` sends only what changed (params are immutable in MLflow
 different value for a logged param is an error). One candidate costs one search per
 parent (cached), a create, one ``log_batch``, an artifact upload and a status update.
 
+``publish_registry`` syncs a run's champions (its ``registry`` rows holding the champion
+alias) into MLflow's model registry, idempotently: storage/model_registry.py. The loop
+run's params are its whole config, flattened by ``flat_params``.
+
 Tracking URI: the argument, else ``$MLFLOW_TRACKING_URI``, else a SQLite file under
 the store (``<store>/mlflow.db``, artifacts in ``<store>/mlflow-artifacts``). An S3
 store has no local folder for that file: set ``MLFLOW_TRACKING_URI`` to an MLflow
@@ -21,6 +25,7 @@ and logs a warning. MLflow 3.17 refuses the file store ("./mlruns") unless
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -39,6 +44,12 @@ from mlflow.entities import Metric, Param, Run, RunTag  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID  # noqa: E402
 
+from storage.model_registry import (  # noqa: E402
+    champion_artifacts,
+    champion_metrics,
+    champion_rows,
+    publish_versions,
+)
 from storage.store import TableStore, check_name  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -50,6 +61,7 @@ LOOP_TAG = "ratchet.loop"
 ARTIFACT_TAG = "ratchet.artifact_sha256"
 EXPERIMENT_PREFIX = "ratchet/"
 S3_FALLBACK_DIR = Path(".ratchet-mlflow")
+MAX_PARAM_LENGTH = 500  # MLflow's param value limit on older servers (3.x accepts 6000)
 _FINAL_STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
 
 
@@ -68,6 +80,8 @@ class Tracker(Protocol):
         artifact: bytes | None = None,
         artifact_name: str = "candidate.txt",
     ) -> str | None: ...
+
+    def publish_registry(self, run_id: str, store: TableStore) -> int: ...
 
     def finish_run(self, run_id: str, status: str) -> None: ...
 
@@ -90,6 +104,9 @@ class NullTracker:
     ) -> str | None:
         return None
 
+    def publish_registry(self, run_id: str, store: TableStore) -> int:
+        return 0
+
     def finish_run(self, run_id: str, status: str) -> None:
         return None
 
@@ -101,6 +118,7 @@ class _Logged:
 
     run_id: str
     experiment_id: str
+    artifact_uri: str
     status: str
     params: dict[str, str]
     metrics: dict[str, float]
@@ -110,7 +128,8 @@ class _Logged:
     def of(cls, run: Run) -> _Logged:
         data = run.data
         info = run.info
-        return cls(info.run_id, info.experiment_id, info.status, dict(data.params), dict(data.metrics), dict(data.tags))
+        return cls(info.run_id, info.experiment_id, info.artifact_uri, info.status,
+                   dict(data.params), dict(data.metrics), dict(data.tags))
 
 
 class MlflowTracker:
@@ -153,23 +172,29 @@ class MlflowTracker:
         what changed (e.g. the gate decision tag)."""
         with self._lock:
             parent = self._require_parent(run_id)
-            children = self._child_runs(parent)
-            child = children.get(check_name("candidate_id", candidate_id))
-            if child is None:
-                identity = {MLFLOW_PARENT_RUN_ID: parent.run_id, CANDIDATE_TAG: candidate_id, OF_RUN_TAG: run_id}
-                run = self._client.create_run(parent.experiment_id, tags=identity, run_name=candidate_id[:16])
-                child = children[candidate_id] = _Logged.of(run)
-            tags = dict(tags)
-            if artifact is not None:
-                digest = hashlib.sha256(artifact).hexdigest()
-                if child.tags.get(ARTIFACT_TAG) != digest:
-                    self._upload(child.run_id, artifact, artifact_name)
-                tags[ARTIFACT_TAG] = digest
-            self._send(child, params=params, metrics=metrics, tags=tags)
-            if child.status != "FINISHED":
-                self._client.set_terminated(child.run_id, status="FINISHED")
-                child.status = "FINISHED"
-            return child.run_id
+            return self._log_child(parent, run_id, candidate_id, params, metrics, tags, artifact, artifact_name).run_id
+
+    def publish_registry(self, run_id: str, store: TableStore) -> int:
+        """Sync the run's champions into MLflow's model registry: each one's nested run
+        (created if the loop never logged it) gets ``select_score``/``holdout_score``
+        metrics and the candidate's artifact, and becomes a model version once (see
+        storage/model_registry.py). Returns how many model versions were created."""
+        rows = champion_rows(store, check_name("run_id", run_id))
+        if not rows:
+            return 0
+        artifacts = champion_artifacts(store, run_id, rows)
+        with self._lock:
+            parent = self._require_parent(run_id)
+            self._children.pop(parent.run_id, None)  # other processes (workers) may have logged candidates
+            sources = {}
+            for row in rows:
+                artifact, name = artifacts.get(row.candidate_id, (None, ""))
+                logged = self._child_runs(parent).get(row.candidate_id)
+                if logged is not None and logged.tags.get(ARTIFACT_TAG) == row.candidate_id:
+                    artifact = None  # the loop logged the blob itself (a candidate id is its blob's sha256)
+                child = self._log_child(parent, run_id, row.candidate_id, {}, champion_metrics(row), {}, artifact, name)
+                sources[row.candidate_id] = (child.run_id, child.artifact_uri)
+            return publish_versions(self._client, rows, sources)
 
     def finish_run(self, run_id: str, status: str) -> None:
         """Close the loop run's MLflow run with a final status (finished/failed/killed)."""
@@ -179,6 +204,36 @@ class MlflowTracker:
             parent = self._require_parent(run_id)
             self._client.set_terminated(parent.run_id, status=_FINAL_STATUS[status])
             parent.status = _FINAL_STATUS[status]
+
+    def _log_child(
+        self,
+        parent: _Logged,
+        run_id: str,
+        candidate_id: str,
+        params: Mapping[str, str],
+        metrics: Mapping[str, float],
+        tags: Mapping[str, str],
+        artifact: bytes | None,
+        artifact_name: str,
+    ) -> _Logged:
+        """The candidate's nested run, created once, holding the given values (lock held)."""
+        children = self._child_runs(parent)
+        child = children.get(check_name("candidate_id", candidate_id))
+        if child is None:
+            identity = {MLFLOW_PARENT_RUN_ID: parent.run_id, CANDIDATE_TAG: candidate_id, OF_RUN_TAG: run_id}
+            run = self._client.create_run(parent.experiment_id, tags=identity, run_name=candidate_id[:16])
+            child = children[candidate_id] = _Logged.of(run)
+        tags = dict(tags)
+        if artifact is not None:
+            digest = hashlib.sha256(artifact).hexdigest()
+            if child.tags.get(ARTIFACT_TAG) != digest:
+                self._upload(child.run_id, artifact, artifact_name)
+            tags[ARTIFACT_TAG] = digest
+        self._send(child, params=params, metrics=metrics, tags=tags)
+        if child.status != "FINISHED":
+            self._client.set_terminated(child.run_id, status="FINISHED")
+            child.status = "FINISHED"
+        return child
 
     def _experiment(self, loop: str) -> str:
         """The loop's experiment ("ratchet/<loop>"), created on first use."""
@@ -270,6 +325,20 @@ class MlflowTracker:
             path.write_bytes(artifact)
             folder = name.parent.as_posix()
             self._client.log_artifact(mlflow_run_id, str(path), artifact_path=None if folder == "." else folder)
+
+
+def flat_params(tree: Mapping[str, object], prefix: str = "") -> dict[str, str]:
+    """A nested mapping (``config.model_dump(mode="json")``) as MLflow params: dotted keys,
+    strings as they are, other values as JSON, each cut to ``MAX_PARAM_LENGTH``."""
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flat_params(value, f"{name}."))
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        flat[name] = text if len(text) <= MAX_PARAM_LENGTH else text[: MAX_PARAM_LENGTH - 3] + "..."
+    return flat
 
 
 def default_tracking_uri(store: TableStore) -> str:

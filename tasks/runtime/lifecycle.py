@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 
 from schemas.configs import RunConfig
 from schemas.rows import CaseRow, RunRow, ScoreRow
+from storage.tracking import flat_params
 from suites.base import Suite
 from storage.uris import resolve_store
 from tasks.runtime.context import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
@@ -109,8 +110,7 @@ def start_run(
                             payload_json=json.dumps(c.payload, sort_keys=True))
                     for suite in suites for c in suite.cases()]
             store.write_part("cases", run_id, "setup", "cases", rows)
-        tracker_for(ref).start_run(run_id, config.loop, {"suite": config.suite, "seed": str(config.seed),
-                                                         "budget": str(config.budget), "proposer": config.proposer})
+        tracker_for(ref).start_run(run_id, config.loop, flat_params(config.model_dump(mode="json")))
     return ref
 
 
@@ -158,6 +158,7 @@ def finish_run(ref: RunRef, status: str = "finished", error: str | None = None) 
     key = "finished" if status == "finished" else f"failed-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
     store.write_part("runs", ref.run_id, "status", key,
                      [_event(ref, run_config(ref), status, first.started_at, first.config_json, first.parent_run_id, error)])
+    tracker_for(ref).publish_registry(ref.run_id, store)
     tracker_for(ref).finish_run(ref.run_id, status)
 
 
