@@ -213,8 +213,9 @@ class TrainStepRow(Row):
     tokens: int
     samples: int
     wall_s: float
-    worker: str
-    device: str
+    worker: Optional[str] = None
+    """None in parts written before placement was recorded."""
+    device: Optional[str] = None
 
 
 class NodeRow(Row):

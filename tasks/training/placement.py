@@ -1,6 +1,6 @@
 """Where a training chunk runs. The flows call one Prefect task per chunk, in the flow's
 process; inside it `run_chunk` sends the chunk's work function to the run's Dask cluster
-(`RunConfig.dask_address`) as a future that only a worker offering the `GPU` resource
+(`RunConfig.dask_address`, else the worker environment's RATCHET_DASK_ADDRESS) as a future that only a worker offering the `GPU` resource
 (`dask worker --resources GPU=1`) may run, or calls it in this process when the run has
 no cluster. The work function takes the RunRef and small values (chunk, steps, candidate
 ids) and reads and writes the store itself, so a worker needs the store's URI (a folder
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Callable, TypeVar
 
-from tasks.runtime.context import RunRef, run_config, store_for
+from tasks.runtime.context import RunRef, dask_address, run_config, store_for
 from tasks.runtime.progress import reporter
 
 GPU = {"GPU": 1}
@@ -52,7 +52,7 @@ def run_chunk(ref: RunRef, stage: str, chunk: int, first_step: int, n_steps: int
     so a finished chunk needs no cluster). Advances the progress bar by `n_steps` with
     `status` when the chunk trained (None: read back); returns `output`."""
     args = (ref, chunk, first_step, n_steps, *inputs)
-    address = run_config(ref).dask_address
+    address = dask_address(run_config(ref))
     if address is None or store_for(ref.store_uri).has_part("train_steps", ref.run_id, stage, chunk_key(chunk)):
         output, status = work(*args)
     else:
