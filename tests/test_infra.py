@@ -2,6 +2,9 @@
 that validates, on a work pool that docker-compose runs a worker for, with defaults that
 run on the embedded default (no store, Dask or S3 named in the parameters)."""
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,3 +52,18 @@ def test_nightly_program_and_harness_searches_continue_from_the_champion():
         config = RunConfig(**deployment["parameters"]["config"])
         if config.loop in ("evolve", "self_healing", "designer_rsi"):
             assert config.start_from == "champion", deployment["name"]
+
+
+def test_compose_validates_and_routes_training_to_the_gpu_worker():
+    services = yaml.safe_load((INFRA / "docker-compose.yml").read_text())["services"]
+    assert "--resources GPU=1" in services["dask-worker-gpu"]["command"]
+    for name in ("worker-cpu", "worker-gpu", "dask-worker-cpu", "dask-worker-gpu"):
+        assert services[name]["environment"]["RATCHET_DASK_ADDRESS"] == "tcp://dask-scheduler:8786", name
+        assert services[name]["environment"]["RATCHET_STORE"].startswith("s3://"), name
+    assert "prefect.yaml" in (INFRA / "Dockerfile").read_text()  # the image deploys from /opt/ratchet
+    compose = shutil.which("docker-compose")
+    if compose is None:
+        pytest.skip("no docker-compose client to validate the file with (CI installs one)")
+    done = subprocess.run([compose, "-f", str(INFRA / "docker-compose.yml"), "config", "-q"], capture_output=True,
+                          text=True, env={**os.environ, "MINIO_ROOT_PASSWORD": "test-only"})
+    assert done.returncode == 0, done.stderr
