@@ -110,6 +110,19 @@ def draw(report: dict[str, Any]):
     return figure, caption(family, built, run)
 
 
+def lineage_caption(store_uri: str, run_id: str) -> str:
+    """The runs this one continues (`--start-from champion`), oldest first, with each
+    run's final champion: how far the ratchet has turned across runs."""
+    from cli.views import lineage
+
+    chain = lineage(open_store(store_uri), run_id)
+    if len(chain) < 2:
+        return ""
+    steps = [f"{c['run']} (champion {c['champion']}, select {c['select_score']:.6g})" if c["champion"]
+             else f"{c['run']} (no champion yet)" for c in chain]
+    return f" Lineage across runs, each started from the previous one's champion: {' -> '.join(steps)}."
+
+
 def default_path(store_uri: str, run_id: str) -> Path:
     store = open_store(store_uri)
     return Path(store_uri) / "reports" / f"{run_id}.png" if store.is_local else Path(f"{run_id}.png")
@@ -122,6 +135,7 @@ def write_report(store_uri: str, run_id: str, out: Path | None) -> Path:
 
     report = report_series(store_uri, run_id)
     figure, caption = draw(report)
+    caption += lineage_caption(store_uri, run_id)
     run = report["run"]
     title = f"{run['run_id']}: {run['loop']} on {run['suite']} ({run['status']})"
     return finish(figure, title, caption, out or default_path(store_uri, run_id))

@@ -113,3 +113,10 @@ def test_a_run_started_from_the_champion_shows_its_lineage(finished_run, tmp_pat
     assert [(c["run"], c["started_from"]) for c in chain] == [(first, None), (second, first)]
     assert chain[0]["champion"] == champion.candidate_id[:12]
     assert chain[1]["select_score"] >= chain[0]["select_score"]
+    report = runner.invoke(app, ["report", second, "--store", str(store), "--out", str(tmp_path / "lineage.png")])
+    assert report.exit_code == 0, report.output
+    assert (tmp_path / "lineage.png").stat().st_size > 10_000
+    from cli.report import lineage_caption
+
+    caption = lineage_caption(str(store), second)
+    assert caption.index(first) < caption.index(second) and champion.candidate_id[:12] in caption
