@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cli.errors import DEBUG, Interrupted, RunFailed, UsageError
 from schemas.configs import RunConfig, SandboxConfig
-from schemas.loops import check_suite, loop_spec
+from schemas.loops import LOOP_SPECS, check_suite, loop_spec
 from suites.data import ReferenceDataError
 from tasks.runtime.lifecycle import new_run_id
 from tasks.runtime.progress import set_reporter
@@ -109,6 +109,14 @@ def check_suites(config: RunConfig) -> None:
     data, so a bad parameter or a damaged install stops here, not minutes into a run."""
     from tasks.runtime.context import make_suite
 
+    if LOOP_SPECS[config.loop].family != "training":  # candidates are code: refuse an uncontained sandbox now
+        from suites.executors import SandboxError
+        from suites.executors.sandbox import resolve_isolation
+
+        try:
+            resolve_isolation()
+        except SandboxError as exc:
+            raise UsageError(str(exc)) from None
     for name in suite_names(config):
         try:
             make_suite(config, name).check_data()

@@ -1,9 +1,10 @@
 """Starting the harness in an isolated child process, and killing all it started.
 
-Isolation levels, strongest first. ``auto`` (the default) picks the strongest that works
-on this machine, probed once per process. The executor's ``isolation`` argument, or the
-environment variable ``RATCHET_SANDBOX_ISOLATION=bwrap|unshare|none``, forces one; a
-forced level that does not work here is a SandboxError, never a silent downgrade.
+Isolation levels, strongest first. ``auto`` (the default) is bubblewrap, probed once per
+process, or a SandboxError that says how to install it: it never falls back silently.
+The executor's ``isolation`` argument, or the environment variable
+``RATCHET_SANDBOX_ISOLATION=bwrap|unshare|none``, forces one; a forced level that does
+not work here is a SandboxError, and a forced weaker one warns once per process.
 
 - ``bwrap`` (bubblewrap): new pid, network, ipc and uts namespaces (and a user
   namespace unless we are root, see ``_namespace_argv``), and a new, read-only root
@@ -39,6 +40,7 @@ import signal
 import site
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import IO, Literal
 
@@ -63,10 +65,19 @@ _KILL_WAIT_S = 5.0
 
 
 def resolve_isolation(requested: str | None = None) -> Isolation:
-    """The isolation to use: ``requested``, else $RATCHET_SANDBOX_ISOLATION, else auto."""
+    """The isolation to use: ``requested``, else $RATCHET_SANDBOX_ISOLATION, else auto.
+    Auto is bubblewrap or a refusal: a weaker level (which leaves the host's files, /tmp
+    and /proc to the candidate) runs only when asked for by name, with a warning."""
     name = requested or os.environ.get(ISOLATION_ENV) or "auto"
     if name == "auto":
-        return next(level for level in ("bwrap", "unshare-net", "none") if _probe(level) is None)
+        problem = _probe("bwrap")
+        if problem is not None:
+            raise SandboxError(
+                f"no bubblewrap sandbox here ({problem}): install it (apt-get install bubblewrap) to run candidate "
+                f"code contained, or set {ISOLATION_ENV}=unshare (no network, but the host's files, /tmp and /proc "
+                "stay visible) or none, knowingly"
+            )
+        return "bwrap"
     if name not in _NAMES:
         raise SandboxError(
             f"sandbox isolation {name!r} (argument or ${ISOLATION_ENV}) is not one of auto, bwrap, unshare, none"
@@ -74,7 +85,17 @@ def resolve_isolation(requested: str | None = None) -> Isolation:
     problem = _probe(_NAMES[name])
     if problem is not None:
         raise SandboxError(f"sandbox isolation {_NAMES[name]!r} was requested but does not work here: {problem}")
+    if _NAMES[name] != "bwrap":
+        _warn_weaker(_NAMES[name])
     return _NAMES[name]
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_weaker(isolation: Isolation) -> None:
+    """Once per process: the candidate runs with less than bubblewrap's containment."""
+    warnings.warn(f"sandbox isolation {isolation!r} (set by {ISOLATION_ENV} or the executor) is weaker than "
+                  "bubblewrap: candidate code can read the host's world-readable files and write /tmp",
+                  RuntimeWarning, stacklevel=3)
 
 
 @functools.lru_cache(maxsize=None)

@@ -138,3 +138,25 @@ def test_a_run_that_mostly_timed_out_says_what_to_raise(prefect_server, tmp_path
     [run_id] = {r.run_id for r in open_store(store).read_rows("runs")}
     shown = runner.invoke(app, ["show", run_id, "--store", store], terminal_width=300)
     assert "timed out at the sandbox's limit of 0.001 s of CPU per case" in " ".join(shown.output.split())
+
+
+def test_no_bubblewrap_is_refused_before_any_work(tmp_path, monkeypatch):
+    import shutil
+
+    from suites.executors import sandbox
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("unshare", "true"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("RATCHET_SANDBOX_ISOLATION", raising=False)
+    sandbox._probe.cache_clear()
+    try:
+        result = runner.invoke(app, ["run", "evolve", "--store", str(tmp_path / "s")])
+    finally:
+        sandbox._probe.cache_clear()
+    line = one_line_error(result)
+    assert line.startswith("error: no bubblewrap sandbox here (bwrap is not on PATH")
+    assert "RATCHET_SANDBOX_ISOLATION=unshare" in line
+    assert not (tmp_path / "s" / "tables").exists()  # nothing ran

@@ -138,12 +138,18 @@ def path_without_bwrap(tmp_path, monkeypatch):
     sandbox._probe.cache_clear()
 
 
-def test_without_bwrap_auto_falls_back_and_still_evaluates(path_without_bwrap, sandbox_root):
-    executor = SubprocessExecutor(SandboxConfig(timeout_s=2.0), tmp_root=sandbox_root)
-    assert executor.isolation in {"unshare-net", "none"}
+def test_without_bwrap_auto_refuses_and_a_named_weaker_level_warns(path_without_bwrap, sandbox_root, monkeypatch):
+    with pytest.raises(SandboxError, match=r"^no bubblewrap sandbox here \(bwrap is not on PATH.*apt-get install "
+                                           r"bubblewrap.*RATCHET_SANDBOX_ISOLATION=unshare"):
+        SubprocessExecutor(SandboxConfig(timeout_s=2.0), tmp_root=sandbox_root)
+    monkeypatch.setenv(ISOLATION_ENV, "unshare")
+    sandbox._warn_weaker.cache_clear()
+    with pytest.warns(RuntimeWarning, match="weaker than bubblewrap"):
+        executor = SubprocessExecutor(SandboxConfig(timeout_s=2.0), tmp_root=sandbox_root)
+    assert executor.isolation == "unshare-net"
     results = executor.run("def solve(x):\n    return x + 1\n", RUNNER, "solve", cases({"x": 1}, {"x": 2}))
     assert [(r.status, r.output) for r in results] == [("ok", 2), ("ok", 3)]
-    assert all(r.extra["isolation"] == executor.isolation for r in results)
+    assert all(r.extra["isolation"] == "unshare-net" for r in results)
     with pytest.raises(SandboxError, match="bwrap is not on PATH"):
         SubprocessExecutor(isolation="bwrap")
 
