@@ -110,7 +110,8 @@ def start_run(
                             payload_json=json.dumps(c.payload, sort_keys=True))
                     for suite in suites for c in suite.cases()]
             store.write_part("cases", run_id, "setup", "cases", rows)
-        tracker_for(ref).start_run(run_id, config.loop, flat_params(config.model_dump(mode="json")))
+        stored = run_config(ref)  # a resume continues under the config the run started with
+        tracker_for(ref).start_run(run_id, stored.loop, flat_params(stored.model_dump(mode="json")))
     return ref
 
 
