@@ -29,6 +29,15 @@ one), so nothing writes inside the store either (``COPY ... TO``, ``EXPORT``,
 ``ATTACH``, ``CREATE``, ``SET``, ``INSTALL``/``LOAD``). ``write_catalog``'s file holds
 only the views: a plain DuckDB client opens it with its own settings.
 
+Cheap to open (``ratchet sql`` opens one per command): boto3 and httpfs load only for
+an S3 store. ``union_by_name`` (for parts with different columns, e.g. written before a
+column was added) reads every part's footer at each bind, so ``uniform_tables`` keeps
+each part's schema fingerprint in a cache file outside the store (``storage.fs.
+cache_file``; keyed by path, size and mtime): a table whose parts share one schema gets
+a plain view, and only new parts' footers are read. The cache decides how a view reads
+its parts, never which: each ``connect`` lists the store afresh, so a new part shows in
+the next query; a stale or lost cache costs time, not rows.
+
 Damaged parts: each table's view is created on its own. When a table's parts cannot be
 bound (a truncated or corrupted part), its view still has the table's columns but fails
 when queried, with an error naming the part and ``ratchet check --quarantine``; every
@@ -41,17 +50,17 @@ import os
 import re
 import tempfile
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
-import boto3
 import duckdb
-import duckdb_extension_httpfs
 import pyarrow as pa
 
 from schemas.arrow import to_arrow_schema
 from schemas.tables import TABLES
+from storage import fs as storefs
 from storage.fs import S3Settings
-from storage.store import TableStore
+from storage.store import PartFile, TableStore
 
 SECRET_PLACEHOLDER = "<AWS_SECRET_ACCESS_KEY>"
 
@@ -72,6 +81,8 @@ CURRENT_VIEWS = {
 
 def httpfs_path() -> Path:
     """The httpfs extension shipped by the ``duckdb-extension-httpfs`` wheel."""
+    import duckdb_extension_httpfs  # S3 stores only
+
     package = Path(duckdb_extension_httpfs.__file__).parent
     return package / "extensions" / f"v{duckdb.__version__}" / "httpfs.duckdb_extension"
 
@@ -84,9 +95,12 @@ def connect(store: TableStore, *, locked: bool = True) -> duckdb.DuckDBPyConnect
         if not store.is_local:
             for statement in setup_statements(store, redact=False):
                 con.execute(statement)
-        # S3 + locked: views name their parts (see lock_down), listed once here.
-        parts = _part_uris(store) if locked and not store.is_local else None
-        _create_views(con, store, parts)
+        listing = store.part_listing()
+        # S3 + locked: views name their parts (see lock_down), from the one listing.
+        parts = None
+        if locked and not store.is_local:
+            parts = {table: [store.location.uri_of(part.path) for part in found] for table, found in listing.items()}
+        _create_views(con, store, parts, listing=listing, uniform=uniform_tables(con, store, listing))
         if locked:
             lock_down(con, store, parts)
     except BaseException:
@@ -120,8 +134,52 @@ def lock_down(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict[str
         con.execute(statement)
 
 
-def _part_uris(store: TableStore) -> dict[str, list[str]]:
-    return {table: [store.location.uri_of(path) for path in store.part_files(table)] for table in TABLES}
+_FINGERPRINTS = (
+    "SELECT file_name, md5(string_agg(CAST(row(name, type, type_length, repetition_type, num_children, "
+    "converted_type, scale, precision, field_id, logical_type) AS VARCHAR), ';' ORDER BY column_id)) "
+    "FROM parquet_schema([{}]) GROUP BY file_name"
+)
+
+
+def uniform_tables(con: duckdb.DuckDBPyConnection, store: TableStore, listing: dict[str, list[PartFile]]) -> set[str]:
+    """Tables whose parts all have one Parquet schema, so their views need no
+    ``union_by_name``. Fingerprints come from the cache when a part's size and mtime
+    match, else from its footer (one ``parquet_schema`` scan of all new parts); a table
+    with a part whose footer cannot be read is left out, so its view takes the
+    ``union_by_name`` path that names a damaged part."""
+    path = storefs.cache_file("views", store.root_uri)
+    cached = storefs.read_cache(path)
+    entries: dict[str, dict[str, list]] = {}
+    new: dict[str, list[PartFile]] = {}
+    for table, parts in listing.items():
+        known = cached.get(table) if isinstance(cached.get(table), dict) else {}
+        entries[table] = {p.path: known[p.path] for p in parts if _fresh(known.get(p.path), p)}
+        new[table] = [p for p in parts if p.path not in entries[table]]
+    everything = _fingerprints(con, store, [p for parts in new.values() for p in parts])
+    for table, parts in new.items():
+        # A footer failed: read table by table, so only the damaged table is left out.
+        found = everything if everything is not None else _fingerprints(con, store, parts) or {}
+        entries[table].update({p.path: [p.size, p.mtime_ns, found[p.path]] for p in parts if p.path in found})
+    if entries != cached:
+        storefs.write_cache(path, entries)
+    return {table for table, parts in listing.items()
+            if parts and len(entries[table]) == len(parts) and len({e[2] for e in entries[table].values()}) == 1}
+
+
+def _fresh(entry: list | None, part: PartFile) -> bool:
+    return isinstance(entry, list) and len(entry) == 3 and entry[:2] == [part.size, part.mtime_ns]
+
+
+def _fingerprints(con: duckdb.DuckDBPyConnection, store: TableStore, parts: list[PartFile]) -> dict[str, str] | None:
+    """Part path -> a hash of its Parquet schema; None when a footer cannot be read."""
+    if not parts:
+        return {}
+    by_uri = {store.location.uri_of(part.path): part.path for part in parts}
+    try:  # the URIs inline: binding a Python parameter makes DuckDB import pandas
+        rows = con.execute(_FINGERPRINTS.format(", ".join(_quote(uri) for uri in by_uri))).fetchall()
+    except duckdb.Error:
+        return None
+    return {by_uri[uri]: digest for uri, digest in rows if uri in by_uri}
 
 
 class ReadOnlyError(ValueError):
@@ -210,29 +268,36 @@ def write_catalog(store: TableStore, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, parts: list[str] | None = None) -> str:
+def view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, parts: list[str] | None = None,
+             *, listed: bool | None = None, uniform: bool = False) -> str:
     """The SELECT behind a table's view: its parts (the glob of visible parts, or the
-    ``parts`` given), or an empty typed SELECT when it has none."""
+    ``parts`` given), or an empty typed SELECT when it has none (``listed``: whether a
+    listing found parts, else the glob is asked). ``uniform``: all parts share one
+    schema, so no ``union_by_name``."""
     pattern = f"{store.root_uri}/tables/{table}/*/[!_.]*.parquet"
-    if parts is None and con.execute("SELECT 1 FROM glob(?) LIMIT 1", [pattern]).fetchone():
+    if listed is None and parts is None:
+        listed = con.execute("SELECT 1 FROM glob(?) LIMIT 1", [pattern]).fetchone() is not None
+    if parts is None and listed:
         source = _quote(pattern)
     elif parts:
         source = "[" + ", ".join(_quote(uri) for uri in parts) + "]"
     else:
         return f"SELECT {_typed_columns(con, table)} WHERE false"
-    return (
-        f"SELECT * FROM read_parquet({source}, hive_partitioning = true, "
-        "union_by_name = true, hive_types = {'run_id': 'VARCHAR'})"
-    )
+    union = "" if uniform else "union_by_name = true, "
+    return f"SELECT * FROM read_parquet({source}, hive_partitioning = true, {union}hive_types = {{'run_id': 'VARCHAR'}})"
 
 
-def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict[str, list[str]] | None = None) -> None:
+def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict[str, list[str]] | None = None, *,
+                  listing: dict[str, list[PartFile]] | None = None, uniform: Collection[str] = ()) -> None:
     """One view per table, each on its own: a table whose parts cannot be bound gets a
     view that fails when queried (``damaged_view_sql``) instead of failing them all.
-    ``parts`` (table -> part URIs) replaces the glob with a fixed list."""
+    ``parts`` (table -> part URIs) replaces the glob with a fixed list; ``listing`` says
+    which tables have parts; ``uniform`` names those read without ``union_by_name``."""
     for table in TABLES:
         try:
-            query = view_sql(con, store, table, None if parts is None else parts[table])
+            listed = None if listing is None else bool(listing[table])
+            query = view_sql(con, store, table, None if parts is None else parts[table],
+                             listed=listed, uniform=table in uniform)
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {query}')
         except duckdb.Error as exc:
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}')
@@ -266,9 +331,30 @@ def damaged_view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: s
 
 
 def _typed_columns(con: duckdb.DuckDBPyConnection, table: str, value: str = "NULL") -> str:
-    """``CAST(<value> AS type) AS "column"`` for each column of the table's Arrow schema."""
-    empty = con.from_arrow(to_arrow_schema(TABLES[table].model).empty_table())
-    return ", ".join(f'CAST({value} AS {dtype}) AS "{name}"' for name, dtype in zip(empty.columns, empty.types))
+    """``CAST(<value> AS type) AS "column"`` for each column of the table's Arrow schema,
+    typed as DuckDB reads the table's Parquet parts. The Arrow types of ``schemas.arrow``
+    map directly; anything else asks DuckDB (an Arrow scan, which loads pandas)."""
+    schema = to_arrow_schema(TABLES[table].model)
+    types = [_duckdb_type(field.type) for field in schema]
+    if None in types:
+        empty = con.from_arrow(schema.empty_table())
+        types = [str(dtype) for dtype in empty.types]
+    return ", ".join(f'CAST({value} AS {dtype}) AS "{name}"' for name, dtype in zip(schema.names, types))
+
+
+_DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+                 pa.timestamp("us", tz="UTC"): "TIMESTAMP WITH TIME ZONE"}
+
+
+def _duckdb_type(dtype: pa.DataType) -> str | None:
+    """DuckDB's name for an Arrow type of ``schemas.arrow``; None for any other."""
+    if pa.types.is_map(dtype):
+        key, item = _duckdb_type(dtype.key_type), _duckdb_type(dtype.item_type)
+        return f"MAP({key}, {item})" if key and item else None
+    if pa.types.is_list(dtype):
+        inner = _duckdb_type(dtype.value_type)
+        return f"{inner}[]" if inner else None
+    return next((name for known, name in _DUCKDB_TYPES.items() if dtype == known), None)
 
 
 def setup_statements(store: TableStore, *, redact: bool) -> list[str]:
@@ -281,6 +367,8 @@ def setup_statements(store: TableStore, *, redact: bool) -> list[str]:
     if settings.endpoint:
         options += [f"ENDPOINT {_quote(settings.endpoint)}", "URL_STYLE 'path'"]
         options.append(f"USE_SSL {'true' if settings.scheme == 'https' else 'false'}")
+    import boto3  # S3 stores only: it costs a quarter second to import
+
     credentials = boto3.Session().get_credentials()
     if credentials is not None:
         frozen = credentials.get_frozen_credentials()

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from schemas.tables import TABLES, TableSpec
 from storage import fs as storefs
@@ -172,6 +171,8 @@ def _merge(store: TableStore, spec: TableSpec, directory: str, inputs: list[str]
 
 def _write_pending(loc: storefs.Location, directory: str, manifest: Manifest, data: pa.Table) -> None:
     """Step 1: the merged rows under a name no reader looks at."""
+    import pyarrow.parquet as pq  # only compaction writes: opening a store does not load it
+
     sink = pa.BufferOutputStream()
     pq.write_table(data, sink, compression="zstd")
     storefs.publish(loc, f"{directory}/{manifest.pending_name}", sink.getvalue())

@@ -14,6 +14,10 @@ read as table data, here or by the DuckDB views.
 
 A finished run's parts can be merged by ``compact`` (``storage.compaction``); a
 compacted part stays addressable through ``has_part``/``read_part``.
+
+``pyarrow.parquet``, ``pyarrow.dataset`` (which imports pandas) and ``pyarrow.compute``
+load inside the methods that write or read parts: opening a store (every CLI command,
+``ratchet sql``) pays for none of them.
 """
 
 from __future__ import annotations
@@ -25,15 +29,13 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as pads
-import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from schemas.arrow import rows_to_table, table_to_rows, to_arrow_schema
-from schemas.tables import TableSpec, table_spec
+from schemas.tables import TABLES, TableSpec, table_spec
 from storage import compaction
 from storage import fs as storefs
 from storage.errors import TerminalError, io_errors
@@ -43,6 +45,14 @@ from storage.uris import DEFAULT_STORE
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _STAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class PartFile(NamedTuple):
+    """A visible part as listed: its filesystem path, size in bytes and mtime (ns)."""
+
+    path: str
+    size: int
+    mtime_ns: int
 
 
 def open_store(uri: str | None = None) -> TableStore:
@@ -139,6 +149,8 @@ class TableStore:
                     f"{what}: run {run_id!r} was compacted and {merged.merged_name} already "
                     "holds this part; a compacted run is read-only"
                 )
+            import pyarrow.parquet as pq
+
             sink = pa.BufferOutputStream()
             pq.write_table(data, sink, compression="zstd")
             path = f"{directory}/{name}"
@@ -251,17 +263,37 @@ class TableStore:
             paths = storefs.list_files(self._loc, directory, recursive=run_id is None)
         return [p for p in paths if is_visible(p.rsplit("/", 1)[-1]) and p.rsplit("/", 2)[-2].startswith("run_id=")]
 
+    def part_listing(self) -> dict[str, list[PartFile]]:
+        """The visible parts of every table (``tables/<table>/run_id=<run>/<name>``) with
+        their size and mtime, from one listing of ``tables/``: what the catalog checks its
+        cached view layout against. Every table of ``TABLES`` has an entry."""
+        root = self._loc.path("tables")
+        listing: dict[str, list[PartFile]] = {name: [] for name in TABLES}
+        with io_errors("listing the store's tables"):
+            infos = storefs.list_file_infos(self._loc, root)
+        for info in infos:
+            segments = info.path[len(root) + 1 :].split("/")
+            if len(segments) != 3 or segments[0] not in listing:
+                continue
+            if segments[1].startswith("run_id=") and is_visible(segments[2]):
+                listing[segments[0]].append(PartFile(info.path, info.size, info.mtime_ns))
+        return listing
+
     def read_files(self, spec: TableSpec, paths: Sequence[str]) -> pa.Table:
         """Parquet files -> one table with the exact schema of ``spec`` (callers wrap
         this in ``io_errors`` so failures name the table)."""
         schema = to_arrow_schema(spec.model)
         if not paths:
             return schema.empty_table()
+        import pyarrow.dataset as pads
+
         dataset = pads.dataset(list(paths), schema=schema, format="parquet", filesystem=self._loc.fs)
         return dataset.to_table()
 
     def _read_columns(self, spec: TableSpec, paths: Sequence[str], columns: Sequence[str]) -> pa.Table:
         """Like ``read_files``, reading only ``columns`` (files in the order given)."""
+        import pyarrow.dataset as pads
+
         schema = to_arrow_schema(spec.model)
         dataset = pads.dataset(list(paths), schema=schema, format="parquet", filesystem=self._loc.fs)
         return dataset.to_table(columns=list(columns))
@@ -352,6 +384,8 @@ def _rows_to_arrow(spec: TableSpec, run_id: str, rows: Sequence[BaseModel]) -> p
 
 
 def _check_arrow(spec: TableSpec, run_id: str, data: pa.Table) -> None:
+    import pyarrow.compute as pc
+
     schema = to_arrow_schema(spec.model)
     if not data.schema.equals(schema):
         raise TypeError(f"table {spec.name!r} needs the schema\n{schema}\nbut the Arrow table has\n{data.schema}")

@@ -13,6 +13,7 @@ for _key, _value in {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     "PREFECT_LOGGING_LEVEL": "WARNING",
     "OMP_NUM_THREADS": "1",
+    "RATCHET_CACHE_DIR": os.path.join(_HOME, "cache"),  # the catalog's view-layout cache, not ~/.cache
 }.items():
     os.environ.setdefault(_key, _value)
 
