@@ -64,7 +64,8 @@ class Platform:
         self.env = {**os.environ, "PREFECT_HOME": str(tmp / "prefect"), "PREFECT_API_URL": self.api,
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "RATCHET_STORE": str(self.store),
                     "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "5",
-                    "PREFECT_CLI_PROMPT": "false", "PREFECT_LOGGING_LEVEL": "INFO"}
+                    "PREFECT_CLI_PROMPT": "false",
+                    "PREFECT_LOGGING_LEVEL": "INFO"}  # the worker's crash report is read from its INFO log
         for name in ("RATCHET_KILL_AT", "RATCHET_KILL_ONCE", "RATCHET_FAIL_AT", "RATCHET_DASK_ADDRESS"):
             self.env.pop(name, None)
         self.logs = tmp

@@ -34,9 +34,10 @@ from tasks.loops.opd.opd_rollouts import StepContext
 from tasks.runtime.context import RunRef, make_suite, run_config, store_for, tracker_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
-from tasks.training.placement import run_chunk
+from tasks.runtime.start import CHAMPION, registry_name
+from tasks.training.placement import chunk_key, run_chunk
 from tasks.training.policy import device, make_optimizer
-from tasks.training.stages import CHAMPION, accuracy, chunk_key, step_row
+from tasks.training.stages import accuracy, step_row
 
 TEACHER_NAME = "arith/teacher"
 SOURCES = {"fixed": "fixed8", "pool": "pool", "teacher_written": "teacher"}
@@ -132,7 +133,7 @@ def init_student(ref: RunRef) -> str:
     config = run_config(ref)
     blob = warm_start(store, config.opd, config.seed)
     store.write_part("registry", ref.run_id, "register", "init",
-                     [registry_row(ref.run_id, f"arith/{config.loop}", 1, blob, "experimental", None, None, None)])
+                     [registry_row(ref.run_id, registry_name(config), 1, blob, "experimental", None, None, None)])
     summary = f"supervised warm start, {config.opd.pretrain_steps} steps"
     store.write_part("candidates", ref.run_id, "init", "policy",
                      [candidate_row(ref.run_id, store, blob, 0, [], "sft", summary)])
@@ -226,7 +227,7 @@ def register_student(ref: RunRef, candidate_id: str, teacher_id: str) -> float:
     store, config = store_for(ref.store_uri), run_config(ref)
     if not store.has_part("registry", ref.run_id, "register", "final"):
         select, holdout = accuracy(ref, candidate_id, "select"), accuracy(ref, candidate_id, "holdout")
-        row = registry_row(ref.run_id, f"arith/{config.loop}", 2, candidate_id, "stable", CHAMPION, select, holdout)
+        row = registry_row(ref.run_id, registry_name(config), 2, candidate_id, "stable", CHAMPION, select, holdout)
         store.write_part("registry", ref.run_id, "register", "final", [row])
         tracker_for(ref).log_candidate(
             ref.run_id, candidate_id,
