@@ -7,7 +7,7 @@ from collections import Counter
 from rich.console import Console
 
 from schemas.configs import RunConfig
-from schemas.loops import LOOP_SPECS
+from schemas.loops import LOOP_SPECS, config_class
 
 SPLITS = ("train", "select", "holdout", "protected", "test")
 SUITE_LOOPS = {"circle_packing": "evolve", "bin_packing": "evolve", "spin": "evolve", "toolsim": "self_healing",
@@ -17,10 +17,12 @@ SUITE_LOOPS = {"circle_packing": "evolve", "bin_packing": "evolve", "spin": "evo
 
 def print_loops(console: Console) -> None:
     """Per loop: name, what it modifies, suites (default first), what --budget counts
-    and its default, then the paper."""
+    and its default, the sections `--set` may address, then the paper."""
     for spec in LOOP_SPECS.values():
+        sections = ", ".join(sorted(config_class(spec.name).sections()))
         console.print(f"[bold]{spec.name:<16}[/] modifies {spec.modifies:<8} suites: {' | '.join(spec.suites)}\n"
                       f"{'':<17}--budget: {spec.budget_counts} (default {spec.default_budget})\n"
+                      f"{'':<17}--set sections: {sections}\n"
                       f"{'':<17}[dim]{spec.paper}[/]", highlight=False)
     console.print("\nRun one:  ratchet run LOOP [--suite SUITE] [--budget N] [--set SECTION.FIELD=VALUE]")
 

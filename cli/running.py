@@ -7,13 +7,12 @@ import math
 from contextlib import contextmanager
 
 import yaml
-from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.errors import DEBUG, Interrupted, RunFailed, UsageError
 from schemas.configs import RunConfig, SandboxConfig
-from schemas.loops import LOOP_SPECS, check_suite, loop_spec
+from schemas.loops import LOOP_SPECS, check_suite, config_class, loop_spec
 from suites.data import ReferenceDataError
 from tasks.runtime.lifecycle import new_run_id
 from tasks.runtime.progress import set_reporter
@@ -35,32 +34,25 @@ def parse_params(pairs: list[str]) -> dict[str, float | int | str]:
     return params
 
 
-def loop_sections() -> list[str]:
-    """RunConfig's nested parameter groups a `--set` may address (evolve, grpo, opd, ...)."""
-    return sorted(name for name, field in RunConfig.model_fields.items()
-                  if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel))
-
-
-def section_fields(section: str) -> list[str]:
-    return list(RunConfig.model_fields[section].annotation.model_fields)
-
-
-def parse_settings(pairs: list[str]) -> dict[str, dict[str, object]]:
-    """SECTION.FIELD=VALUE pairs -> {section: {field: value}}. Values are read as YAML, so
-    `3`, `1e-4`, `true`, `dial` and `[add, sub]` mean what they look like; the config's
-    own validation then checks them and names the field."""
+def parse_settings(pairs: list[str], loop: str) -> dict[str, dict[str, object]]:
+    """SECTION.FIELD=VALUE pairs -> {section: {field: value}}, for the sections loop `loop`'s
+    config has (`ratchet loops` lists them). Values are read as YAML, so `3`, `1e-4`,
+    `true`, `dial` and `[add, sub]` mean what they look like; the config's own validation
+    then checks them and names the field."""
     settings: dict[str, dict[str, object]] = {}
-    sections = loop_sections()
+    sections = config_class(loop).sections()
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         section, dot, name = key.partition(".")
         if not sep or not dot or not name:
             raise UsageError(f"--set {pair!r} must look like SECTION.FIELD=VALUE, e.g. --set opd.method=dial")
         if section not in sections:
-            raise UsageError(f"--set {pair!r}: unknown section {section!r}; sections: {', '.join(sections)}")
-        if name not in section_fields(section):
+            raise UsageError(f"--set {pair!r}: {loop} has no section {section!r}; its sections: "
+                             f"{', '.join(sorted(sections))}")
+        fields = list(sections[section].model_fields)
+        if name not in fields:
             raise UsageError(f"--set {pair!r}: section {section!r} has no field {name!r}; its fields: "
-                             f"{', '.join(section_fields(section))}")
+                             f"{', '.join(fields)}")
         try:
             settings.setdefault(section, {})[name] = yaml.safe_load(raw)
         except yaml.YAMLError as exc:
@@ -84,14 +76,14 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
         suite_params = parse_params(params)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    sections = parse_settings(list(settings))
+    sections = parse_settings(list(settings), loop)
     if loop == "aide2" and suite_params:
         raise UsageError("aide2 runs its selection suites with their default cases; drop --param")
     sandbox = {**({"timeout_s": timeout} if timeout is not None else {}), **sections.pop("sandbox", {})}
     config = RunConfig(
         loop=loop, suite=suite, budget=budget or spec.default_budget, seed=seed, workers=workers, dask_address=dask,
-        proposer=proposer, inner_budget=inner_budget, suite_params=suite_params, tracking=tracking,
-        start_from=start_from, sandbox=SandboxConfig(**sandbox), **sections,
+        proposer=proposer, suite_params=suite_params, tracking=tracking, start_from=start_from,
+        sandbox=SandboxConfig(**sandbox), **({"inner_budget": inner_budget} if loop == "aide2" else {}), **sections,
     )
     check_suites(config)
     return config
@@ -144,9 +136,10 @@ def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str
     from flows import LOOPS, PROGRESS
     from tasks.proposers import make_proposer
 
-    ok, why = make_proposer(config.proposer, config.evolve).available()
-    if not ok:
-        raise UsageError(f"proposer {config.proposer!r} is unavailable: {why}")
+    if config.proposer == "llm":
+        ok, why = make_proposer(config.proposer, config.evolve).available()
+        if not ok:
+            raise UsageError(f"proposer {config.proposer!r} is unavailable: {why}")
     run_id = run_id or new_run_id(config.loop)
     console.print(f"[bold]{config.loop}[/] on {config.suite}  run_id={run_id}  store={store_uri}")
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

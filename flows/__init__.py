@@ -1,7 +1,7 @@
 """One module per loop (a paper's method), composing the stage tasks. Each module
 `flows.<loop>` defines the flow `<loop>` and its `progress_total(config)`; `LOOPS` and
-`PROGRESS` are derived from the loop specs (`schemas.loops.LOOP_SPECS`), so adding a
-loop adds its spec, its flow module and nothing else here."""
+`PROGRESS` are derived from the loops' config classes (`schemas.loops.LOOP_CONFIGS`), so
+adding a loop adds its config class, its flow module and nothing else here."""
 
 from importlib import import_module
 

@@ -13,27 +13,26 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.evolve import evolve
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.configs import RunConfig
+from schemas.loops import Aide2Run, EvolveRun
 from tasks.loops.aide2.outer import child_run_id, gate_agent, propose_agent
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
-SPEC = LOOP_SPECS["aide2"]
 
-
-def inner_config(config: RunConfig, suite: str, agent) -> RunConfig:
+def inner_config(config: Aide2Run, suite: str, agent) -> EvolveRun:
     """The child evolve run: same seed for every node, so agents are compared on the
     same cases and seeds."""
-    return config.model_copy(update={"loop": "evolve", "suite": suite, "budget": config.inner_budget,
-                                     "evolve": agent, "suite_params": {}})
+    shared = config.model_dump(include=set(RunConfig.model_fields) - {"loop", "suite", "budget", "suite_params"})
+    return EvolveRun(**shared, suite=suite, budget=config.inner_budget, evolve=agent)
 
 
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: Aide2Run) -> int:
     """Inner candidate evaluations over all nodes and suites, for progress bars."""
     return config.budget * len(config.inner_suites) * (config.inner_budget + 1)
 
 
 @flow(name="aide2", flow_run_name=flow_run_name)
-def aide2(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+def aide2(config: Aide2Run, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, tuple(config.inner_suites), parent_run_id)

@@ -26,21 +26,19 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import DesignerRSIRun
 from tasks.loops.designer_rsi.designer import design, distill_gaps, plant_library, serve
 from tasks.loops.designer_rsi.designer_gate import designer_summary, final_test, gate_skill, publish_skill, replay_skill
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
-SPEC = LOOP_SPECS["designer_rsi"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: DesignerRSIRun) -> int:
     """Rounds a run makes (the seed's admission included), for progress bars."""
     return config.budget + 1
 
 
 @flow(name="designer_rsi", flow_run_name=flow_run_name)
-def designer_rsi(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
+def designer_rsi(config: DesignerRSIRun, store_uri: str | None = None, run_id: str | None = None,
                  parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)

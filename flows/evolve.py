@@ -18,7 +18,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import EvolveRun
 from tasks.gate.stage import gate
 from tasks.runtime.lifecycle import champion_summary, flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.stages.distill import distill
@@ -26,8 +26,6 @@ from tasks.stages.execute import execute
 from tasks.stages.register import register
 from tasks.stages.sample import sample
 from tasks.stages.score import score
-
-SPEC = LOOP_SPECS["evolve"]
 
 
 def round_plan(budget: int, children_per_round: int) -> list[int]:
@@ -37,13 +35,13 @@ def round_plan(budget: int, children_per_round: int) -> list[int]:
     return [1] + [children_per_round] * full + ([rest] if rest else [])
 
 
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: EvolveRun) -> int:
     """Candidate evaluations a run makes (the seed included), for progress bars."""
     return config.budget + 1
 
 
 @flow(name="evolve", flow_run_name=flow_run_name)
-def evolve(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+def evolve(config: EvolveRun, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)

@@ -34,7 +34,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import GrowingHarnessRun
 from tasks.loops.growing_harness.grow import fill_window, repair, rerun, scaffold, settle_window
 from tasks.loops.growing_harness.grow_gate import (
     admit_scaffold,
@@ -46,16 +46,14 @@ from tasks.loops.growing_harness.grow_gate import (
 )
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
-SPEC = LOOP_SPECS["growing_harness"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: GrowingHarnessRun) -> int:
     """Steps a run makes (the scaffold included), for progress bars."""
     return config.budget + 1
 
 
 @flow(name="growing_harness", flow_run_name=flow_run_name)
-def growing_harness(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
+def growing_harness(config: GrowingHarnessRun, store_uri: str | None = None, run_id: str | None = None,
                     parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)

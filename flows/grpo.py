@@ -17,21 +17,19 @@ from __future__ import annotations
 
 from prefect import flow
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import GRPORun
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.training.chunks import train_in_chunks
 from tasks.training.stages import init_policy, policy_summary, register_policy, train_chunk
 
-SPEC = LOOP_SPECS["grpo"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: GRPORun) -> int:
     """Optimizer steps a run makes, for progress bars."""
     return config.budget
 
 
 @flow(name="grpo", flow_run_name=flow_run_name)
-def grpo(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+def grpo(config: GRPORun, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)

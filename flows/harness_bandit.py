@@ -19,21 +19,19 @@ from __future__ import annotations
 
 from prefect import flow
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import HarnessBanditRun
 from tasks.loops.harness_bandit.bandit_train import train_bandit_chunk
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.training.chunks import train_in_chunks
 from tasks.training.stages import init_policy, policy_summary, register_policy
 
-SPEC = LOOP_SPECS["harness_bandit"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: HarnessBanditRun) -> int:
     """Optimizer steps a run makes, for progress bars."""
     return config.budget
 
 
-def with_harness_categories(config: RunConfig) -> RunConfig:
+def with_harness_categories(config: HarnessBanditRun) -> HarnessBanditRun:
     """The config with GRPO's categories set to the harnesses: the warm start, the
     suite's cases and the evaluations then cover exactly the harnesses."""
     grpo = config.grpo.model_copy(update={"categories": config.harness_bandit.harnesses})
@@ -41,7 +39,7 @@ def with_harness_categories(config: RunConfig) -> RunConfig:
 
 
 @flow(name="harness_bandit", flow_run_name=flow_run_name)
-def harness_bandit(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
+def harness_bandit(config: HarnessBanditRun, store_uri: str | None = None, run_id: str | None = None,
                    parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     config = with_harness_categories(config)

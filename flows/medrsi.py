@@ -36,21 +36,19 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import MedRSIRun
 from tasks.loops.medrsi.medrsi_gate import admit, admit_seed, enrol, medrsi_summary, register_tools, trial, weigh
 from tasks.loops.medrsi.medrsi_stages import build, diagnose, discover, plant
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
-SPEC = LOOP_SPECS["medrsi"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: MedRSIRun) -> int:
     """Rounds a run makes (the seed's admission included), for progress bars."""
     return config.budget + 1
 
 
 @flow(name="medrsi", flow_run_name=flow_run_name)
-def medrsi(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+def medrsi(config: MedRSIRun, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)

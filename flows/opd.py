@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import OPDRun
 from tasks.loops.opd.distill_train import (
     distill_chunk,
     evaluate_student,
@@ -35,16 +35,14 @@ from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_
 from tasks.training.chunks import chunk_plan
 from tasks.training.stages import policy_summary
 
-SPEC = LOOP_SPECS["opd"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: OPDRun) -> int:
     """Optimizer steps a run makes, for progress bars."""
     return config.budget
 
 
 @flow(name="opd", flow_run_name=flow_run_name)
-def opd(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+def opd(config: OPDRun, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)

@@ -20,22 +20,20 @@ from __future__ import annotations
 
 from prefect import flow
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import PairedRolloutsRun
 from tasks.loops.paired_rollouts.paired import train_paired_chunk
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.training.chunks import train_in_chunks
 from tasks.training.stages import init_policy, policy_summary, register_policy
 
-SPEC = LOOP_SPECS["paired_rollouts"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: PairedRolloutsRun) -> int:
     """Optimizer steps a run makes, for progress bars."""
     return config.budget
 
 
 @flow(name="paired_rollouts", flow_run_name=flow_run_name)
-def paired_rollouts(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
+def paired_rollouts(config: PairedRolloutsRun, store_uri: str | None = None, run_id: str | None = None,
                     parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)

@@ -21,22 +21,20 @@ from __future__ import annotations
 
 from prefect import flow
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import PPOPACTRun
 from tasks.loops.ppo_pact.critic_train import init_actor_critic, train_actor_critic
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.training.chunks import chunk_plan
 from tasks.training.stages import evaluate_policy, policy_summary, register_policy
 
-SPEC = LOOP_SPECS["ppo_pact"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: PPOPACTRun) -> int:
     """Optimizer steps a run makes, for progress bars."""
     return config.budget
 
 
 @flow(name="ppo_pact", flow_run_name=flow_run_name)
-def ppo_pact(config: RunConfig, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
+def ppo_pact(config: PPOPACTRun, store_uri: str | None = None, run_id: str | None = None, parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)

@@ -29,22 +29,20 @@ from __future__ import annotations
 from prefect import flow
 from prefect.transactions import transaction
 
-from schemas.configs import LOOP_SPECS, RunConfig
+from schemas.loops import SelfHealingRun
 from tasks.loops.self_healing.heal import detect, heal, notice, plant
 from tasks.loops.self_healing.heal_gate import heal_summary, register_rule, replay, validate
 from tasks.loops.self_healing.heal_guard import guard_is_due, library_guard
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
-SPEC = LOOP_SPECS["self_healing"]
 
-
-def progress_total(config: RunConfig) -> int:
+def progress_total(config: SelfHealingRun) -> int:
     """Rounds a run makes (the seed's admission included), for progress bars."""
     return config.budget + 1
 
 
 @flow(name="self_healing", flow_run_name=flow_run_name)
-def self_healing(config: RunConfig, store_uri: str | None = None, run_id: str | None = None,
+def self_healing(config: SelfHealingRun, store_uri: str | None = None, run_id: str | None = None,
                  parent_run_id: str | None = None) -> dict:
     """A new run when `run_id` is None; else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)

@@ -3,24 +3,53 @@ loop's parameters. Cross-field checks run at construction and name the fix."""
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, ClassVar, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from schemas.admission import DesignerConfig, GrowConfig, HealConfig, MedRSIConfig
 from schemas.frozen import Config
-from schemas.loops import HARNESS_LOOPS, LOOP_SPECS, STARTS_FROM_CHAMPION, ArtifactKind, LoopSpec, check_suite
 
-__all__ = ["ArtifactKind", "HARNESS_LOOPS", "LOOP_SPECS", "LoopSpec", "RunConfig", "SandboxConfig", "EvolveConfig"]
-from schemas.post_training import (
-    DistillRunConfig,
-    GRPOConfig,
-    HarnessBanditConfig,
-    PairedRolloutsConfig,
-    PPOPACTConfig,
-)
+__all__ = ["ArtifactKind", "EvolveConfig", "LoopSpec", "RunConfig", "SandboxConfig"]
 
 ProposerKind = Literal["mutate", "llm", "optuna"]
+ArtifactKind = Literal["program", "rules", "skills", "prompt", "config", "weights", "scheduler"]
+Family = Literal["search", "harness", "training"]
+"""Loop families: program search (candidates are programs or agent configs), harness loops
+(candidates are toolsim harness edits), training loops (candidates are checkpoints)."""
+
+
+class LoopSpec(Config):
+    """What a loop improves and which scorer anchors it. The anchor is fixed per run:
+    a gate refuses evidence scored by any other scorer version, so a candidate can never
+    change the ruler it is measured with. Each loop's config class carries its spec
+    (`schemas.loops`)."""
+
+    name: str
+    modifies: ArtifactKind
+    """The artifact kind the loop's candidates are."""
+    anchor: Literal["suite"] = "suite"
+    """Which scorer anchors the loop: the suite's own trusted scorer."""
+    paper: str
+    """The method's source, as named in shared/loops/."""
+    family: Family
+    suites: tuple[str, ...]
+    """The suites the loop can run on; the first is its default."""
+    budget_counts: str
+    """What one unit of `--budget` is, in words."""
+    default_budget: int = Field(ge=1)
+    starts_from_champion: bool = False
+    """Whether round 0 publishes one program or harness, so a run can start from the
+    store's champion instead of the suite's seed (`start_from="champion"`)."""
+
+    @property
+    def default_suite(self) -> str:
+        return self.suites[0]
+
+    def check_suite(self, suite: str) -> None:
+        """Refuse a suite the loop cannot run, naming the suites that work."""
+        if suite not in self.suites:
+            raise ValueError(f"{self.name} does not run on suite {suite!r}; it runs on: {', '.join(self.suites)} "
+                             f"(e.g. ratchet run {self.name} --suite {self.default_suite})")
 MUTATION_OPERATORS = ("constant", "operator", "compare", "statement", "swap_lines", "crossover")
 
 
@@ -91,61 +120,82 @@ class EvolveConfig(Config):
 
 
 class RunConfig(Config):
-    """Everything a loop run depends on; stored in `runs.config_json` so that
-    `ratchet resume` re-enters the run with exactly the same parameters."""
+    """What every loop run depends on, stored in `runs.config_json` so that `ratchet
+    resume` re-enters the run with exactly the same parameters. Each loop has its own
+    subclass (`schemas.loops`: `EvolveRun`, `GRPORun`, ...) with its spec and only its
+    own parameter sections; `RunConfig(loop=..., ...)` and `RunConfig.model_validate`
+    build the class of the named loop (configs are a union discriminated on `loop`)."""
 
+    SPEC: ClassVar[LoopSpec]
     loop: str
     suite: str
     budget: int = Field(ge=1)
-    """Candidate evaluations (evolve) or outer nodes (aide2)."""
+    """What one unit counts is the loop's `SPEC.budget_counts`."""
     seed: int = 0
     proposer: ProposerKind = "mutate"
     workers: int = Field(2, ge=1, le=256)
     dask_address: Optional[str] = None
     sandbox: SandboxConfig = SandboxConfig()
-    evolve: EvolveConfig = EvolveConfig()
-    grpo: GRPOConfig = GRPOConfig()
-    """grpo only: the post-training loop's parameters (budget = optimizer steps)."""
-    opd: DistillRunConfig = DistillRunConfig()
-    """opd only: the on-policy distillation loop's parameters (budget = optimizer steps)."""
-    paired_rollouts: PairedRolloutsConfig = PairedRolloutsConfig()
-    """paired_rollouts only: noise and probe parameters (GRPO's are `grpo`)."""
-    harness_bandit: HarnessBanditConfig = HarnessBanditConfig()
-    """harness_bandit only: harnesses and scheduler (GRPO's are `grpo`)."""
-    ppo_pact: PPOPACTConfig = PPOPACTConfig()
-    """ppo_pact only: the actor-critic loop's parameters (budget = optimizer steps)."""
-    medrsi: MedRSIConfig = MedRSIConfig()
-    """medrsi only: trial length, batch size, registration threshold, pool capacity."""
-    heal: HealConfig = HealConfig()
-    """self_healing only: the library guard and the accept-all ablation."""
-    grow: GrowConfig = GrowConfig()
-    """growing_harness only: window, gate interval, joint-repair size, retry limit."""
-    designer: DesignerConfig = DesignerConfig()
-    """designer_rsi only: gap threshold, traffic batch, replay sizes, ablation mode."""
     suite_params: dict[str, float | int | str | list[str]] = {}
     start_from: Literal["seed", "champion"] = "seed"
     """Round 0's candidate: the suite's seed, or the store's current champion of this run's
     registry name (``suite/loop``), so a scheduled run continues from the last one."""
     tracking: bool = True
     """Log every candidate to MLflow (a null tracker when off)."""
-    inner_budget: int = Field(16, ge=1)
-    """aide2 only: evolve's candidate budget per selection suite per outer node."""
-    inner_suites: tuple[str, ...] = ("circle_packing", "bin_packing")
-    """aide2 only: the selection suites a candidate agent is run on."""
+
+    def __new__(cls, *args: Any, **data: Any):
+        if cls is RunConfig:  # the union's entry point: build the named loop's own class
+            from schemas.loops import config_class
+
+            cls = config_class(data.get("loop"))
+        return super().__new__(cls)
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> "RunConfig":
+        if cls is RunConfig:
+            from schemas.loops import config_class
+
+            loop = obj.loop if isinstance(obj, BaseModel) else obj.get("loop")
+            return config_class(loop).model_validate(obj, *args, **kwargs)
+        return super().model_validate(obj, *args, **kwargs)
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> "RunConfig":
+        """A config as `runs.config_json` holds it. Runs stored before configs were split
+        per loop carry every loop's section; the sections this loop does not have are
+        defaults of other loops and are dropped."""
+        from schemas.loops import config_class
+
+        own = config_class(data.get("loop"))
+        return own.model_validate({k: v for k, v in data.items() if k in own.model_fields})
+
+    @classmethod
+    def sections(cls) -> dict[str, type[Config]]:
+        """The nested parameter groups of this loop's config (what `--set SECTION.FIELD` may address)."""
+        return {name: field.annotation for name, field in cls.model_fields.items()
+                if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)}
+
+    def arith_categories(self) -> tuple[str, ...]:
+        """The arith categories a training loop trains and evaluates on."""
+        raise ValueError(f"{self.loop} does not train on arith; its suites: {', '.join(self.SPEC.suites)}")
 
     @model_validator(mode="after")
     def _check(self) -> "RunConfig":
-        check_suite(self.loop, self.suite)
+        spec = self.SPEC
+        spec.check_suite(self.suite)
         if self.dask_address is not None and not self.dask_address.startswith(("tcp://", "tls://", "inproc://")):
             raise ValueError(
                 f"dask_address {self.dask_address!r} must be a scheduler address like tcp://127.0.0.1:8786"
             )
-        if self.loop == "paired_rollouts" and self.grpo.reward != "outcome":
-            raise ValueError("paired_rollouts injects noise into the binary outcome; set grpo.reward='outcome'")
-        if self.start_from == "champion" and self.loop not in STARTS_FROM_CHAMPION:
+        if self.start_from == "champion" and not spec.starts_from_champion:
+            from schemas.loops import STARTS_FROM_CHAMPION
+
             raise ValueError(f"start_from='champion' continues a program or harness search; {self.loop} cannot "
                              f"(loops that can: {', '.join(STARTS_FROM_CHAMPION)}); use start_from='seed'")
-        if self.loop in HARNESS_LOOPS and self.proposer == "optuna":
+        if self.proposer == "llm" and "evolve" not in type(self).model_fields:
+            raise ValueError(f"proposer='llm' writes programs or harness edits; {self.loop} trains weights "
+                             "(use proposer='mutate', the default)")
+        if spec.family == "harness" and self.proposer == "optuna":
             raise ValueError(f"proposer='optuna' tunes configs, but {self.loop} edits a harness; use "
                              "proposer='mutate' (the rule proposer) or 'llm' (a chat endpoint)")
         return self

@@ -1,99 +1,173 @@
-"""What each loop is, in one place: its paper, what it modifies, which suites it runs on,
-what `--budget` counts and its default budget. The CLI's `ratchet loops`, the suite
-checks of `ratchet run` and every flow's ``SPEC`` read these specs; adding a loop adds
-one entry here (and its flow in ``flows.LOOPS``)."""
+"""Each loop in one place: its config class, which carries its spec (paper, what it
+modifies, its suites, what `--budget` counts, its default budget) and only the parameter
+sections the loop reads. `LOOP_CONFIGS` is the one list of loops: `LOOP_SPECS`,
+`flows.LOOPS`, the CLI's `ratchet loops`, `--set` and the suite checks all derive from
+it, so adding a loop adds its class here (and its flow module `flows.<loop>`)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from schemas.frozen import Config
-
-ArtifactKind = Literal["program", "rules", "skills", "prompt", "config", "weights", "scheduler"]
-Family = Literal["search", "harness", "training"]
-"""Loop families: program search (candidates are programs or agent configs), harness loops
-(candidates are toolsim harness edits), training loops (candidates are checkpoints)."""
-
-
-class LoopSpec(Config):
-    """What a loop improves and which scorer anchors it. The anchor is fixed per run:
-    a gate refuses evidence scored by any other scorer version, so a candidate can never
-    change the ruler it is measured with."""
-
-    name: str
-    modifies: ArtifactKind
-    """The artifact kind the loop's candidates are."""
-    anchor: Literal["suite"] = "suite"
-    """Which scorer anchors the loop: the suite's own trusted scorer."""
-    paper: str
-    """The method's source, as named in shared/loops/."""
-    family: Family
-    suites: tuple[str, ...]
-    """The suites the loop can run on; the first is its default."""
-    budget_counts: str
-    """What one unit of `--budget` is, in words."""
-    default_budget: int = Field(ge=1)
-
-    @property
-    def default_suite(self) -> str:
-        return self.suites[0]
-
+from schemas.admission import DesignerConfig, GrowConfig, HealConfig, MedRSIConfig
+from schemas.configs import EvolveConfig, LoopSpec, RunConfig
+from schemas.post_training import (
+    DistillRunConfig,
+    GRPOConfig,
+    HarnessBanditConfig,
+    PairedRolloutsConfig,
+    PPOPACTConfig,
+)
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "spin")
 _TRAINING = "optimizer steps"
 
-LOOP_SPECS: dict[str, LoopSpec] = {spec.name: spec for spec in (
-    LoopSpec(name="evolve", modifies="program", family="search", suites=_PROGRAM_SUITES,
-             paper="AIDE² inner loop; FunSearch; OpenEvolve", budget_counts="child programs", default_budget=64),
-    LoopSpec(name="aide2", modifies="config", family="search", suites=("circle_packing+bin_packing",),
-             paper="AIDE²: recursive self-improvement of AI research agents",
-             budget_counts="outer nodes (agents)", default_budget=4),
-    LoopSpec(name="self_healing", modifies="rules", family="harness", suites=("toolsim",),
-             paper="Self-Healing Harness: Runtime Oversight of Agent Self-Modification",
-             budget_counts="heal rounds", default_budget=32),
-    LoopSpec(name="growing_harness", modifies="rules", family="harness", suites=("toolsim",),
-             paper="Grow the Harness, Not the Context: From Strategy-Free Scaffolds to Reusable Specialist Agents",
-             budget_counts="repair steps", default_budget=32),
-    LoopSpec(name="medrsi", modifies="rules", family="harness", suites=("toolsim",),
-             paper="MedRSI: Recursive Self-Improvement for Medical Agents via Clinically Aligned Self-Evolution",
-             budget_counts="discovery rounds", default_budget=32),
-    LoopSpec(name="designer_rsi", modifies="skills", family="harness", suites=("toolsim",),
-             paper="Designer-RSI: Evolving Procedural Memory from User Traffic for Agentic Graphic Design",
-             budget_counts="traffic rounds", default_budget=32),
-    LoopSpec(name="grpo", modifies="weights", family="training", suites=("arith",),
-             paper="GRPO / Dr. GRPO / Phantom Advantages / GRPODropout", budget_counts=_TRAINING, default_budget=30),
-    LoopSpec(name="ppo_pact", modifies="weights", family="training", suites=("arith",),
-             paper="PACT: From Credit Assignment to Critic Alignment", budget_counts=_TRAINING, default_budget=30),
-    LoopSpec(name="opd", modifies="weights", family="training", suites=("arith",),
-             paper="OPD / DF-OPD / DIAL-OPD / Cal-OPD / Attract-Repel / GVPO++ / STRIDE / CLOOPD",
-             budget_counts=_TRAINING, default_budget=30),
-    LoopSpec(name="paired_rollouts", modifies="weights", family="training", suites=("arith",),
-             paper="Luck Is Not Skill", budget_counts=_TRAINING, default_budget=30),
-    LoopSpec(name="harness_bandit", modifies="weights", family="training", suites=("arith",),
-             paper="HarnessBandit", budget_counts=_TRAINING, default_budget=30),
-)}
+
+class EvolveRun(RunConfig):
+    SPEC = LoopSpec(name="evolve", modifies="program", family="search", suites=_PROGRAM_SUITES,
+                    paper="AIDE² inner loop; FunSearch; OpenEvolve", budget_counts="child programs",
+                    default_budget=64, starts_from_champion=True)
+    loop: Literal["evolve"] = "evolve"
+    evolve: EvolveConfig = EvolveConfig()
+
+
+class Aide2Run(RunConfig):
+    SPEC = LoopSpec(name="aide2", modifies="config", family="search", suites=("circle_packing+bin_packing",),
+                    paper="AIDE²: recursive self-improvement of AI research agents",
+                    budget_counts="outer nodes (agents)", default_budget=4)
+    loop: Literal["aide2"] = "aide2"
+    evolve: EvolveConfig = EvolveConfig()
+    """The root agent: evolve's parameters the outer loop starts from."""
+    inner_budget: int = Field(16, ge=1)
+    """evolve's candidate budget per selection suite per outer node."""
+    inner_suites: tuple[str, ...] = ("circle_packing", "bin_packing")
+    """The selection suites a candidate agent is run on."""
+
+
+class _HarnessRun(RunConfig):
+    """The harness loops (toolsim harness edits). `evolve` holds the chat endpoint's
+    parameters when `proposer='llm'`."""
+
+    evolve: EvolveConfig = EvolveConfig()
+
+
+def _harness_spec(name: str, modifies: str, paper: str, budget_counts: str) -> LoopSpec:
+    return LoopSpec(name=name, modifies=modifies, family="harness", suites=("toolsim",), paper=paper,
+                    budget_counts=budget_counts, default_budget=32, starts_from_champion=True)
+
+
+class SelfHealingRun(_HarnessRun):
+    SPEC = _harness_spec("self_healing", "rules", "Self-Healing Harness: Runtime Oversight of Agent "
+                         "Self-Modification", "heal rounds")
+    loop: Literal["self_healing"] = "self_healing"
+    heal: HealConfig = HealConfig()
+
+
+class GrowingHarnessRun(_HarnessRun):
+    SPEC = _harness_spec("growing_harness", "rules", "Grow the Harness, Not the Context: From Strategy-Free "
+                         "Scaffolds to Reusable Specialist Agents", "repair steps")
+    loop: Literal["growing_harness"] = "growing_harness"
+    grow: GrowConfig = GrowConfig()
+
+
+class MedRSIRun(_HarnessRun):
+    SPEC = _harness_spec("medrsi", "rules", "MedRSI: Recursive Self-Improvement for Medical Agents via "
+                         "Clinically Aligned Self-Evolution", "discovery rounds")
+    loop: Literal["medrsi"] = "medrsi"
+    medrsi: MedRSIConfig = MedRSIConfig()
+
+
+class DesignerRSIRun(_HarnessRun):
+    SPEC = _harness_spec("designer_rsi", "skills", "Designer-RSI: Evolving Procedural Memory from User "
+                         "Traffic for Agentic Graphic Design", "traffic rounds")
+    loop: Literal["designer_rsi"] = "designer_rsi"
+    designer: DesignerConfig = DesignerConfig()
+
+
+def _training_spec(name: str, paper: str) -> LoopSpec:
+    return LoopSpec(name=name, modifies="weights", family="training", suites=("arith",), paper=paper,
+                    budget_counts=_TRAINING, default_budget=30)
+
+
+class GRPORun(RunConfig):
+    SPEC = _training_spec("grpo", "GRPO / Dr. GRPO / Phantom Advantages / GRPODropout")
+    loop: Literal["grpo"] = "grpo"
+    grpo: GRPOConfig = GRPOConfig()
+
+    def arith_categories(self) -> tuple[str, ...]:
+        return tuple(self.grpo.categories)
+
+
+class PPOPACTRun(RunConfig):
+    SPEC = _training_spec("ppo_pact", "PACT: From Credit Assignment to Critic Alignment")
+    loop: Literal["ppo_pact"] = "ppo_pact"
+    ppo_pact: PPOPACTConfig = PPOPACTConfig()
+
+    def arith_categories(self) -> tuple[str, ...]:
+        return tuple(self.ppo_pact.categories)
+
+
+class OPDRun(RunConfig):
+    SPEC = _training_spec("opd", "OPD / DF-OPD / DIAL-OPD / Cal-OPD / Attract-Repel / GVPO++ / STRIDE / CLOOPD")
+    loop: Literal["opd"] = "opd"
+    opd: DistillRunConfig = DistillRunConfig()
+
+    def arith_categories(self) -> tuple[str, ...]:
+        return tuple(self.opd.categories)
+
+
+class PairedRolloutsRun(GRPORun):
+    """GRPO's parameters (`grpo`) plus the noise and probe parameters."""
+
+    SPEC = _training_spec("paired_rollouts", "Luck Is Not Skill")
+    loop: Literal["paired_rollouts"] = "paired_rollouts"
+    paired_rollouts: PairedRolloutsConfig = PairedRolloutsConfig()
+
+    @model_validator(mode="after")
+    def _outcome(self) -> "PairedRolloutsRun":
+        if self.grpo.reward != "outcome":
+            raise ValueError("paired_rollouts injects noise into the binary outcome; set grpo.reward='outcome'")
+        return self
+
+
+class HarnessBanditRun(GRPORun):
+    """GRPO's parameters (`grpo`; its categories become the harnesses) plus the scheduler's."""
+
+    SPEC = _training_spec("harness_bandit", "HarnessBandit")
+    loop: Literal["harness_bandit"] = "harness_bandit"
+    harness_bandit: HarnessBanditConfig = HarnessBanditConfig()
+
+
+LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
+    EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
+    GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun,
+)
+"""Every loop, in the order `ratchet loops` lists them."""
+
+CONFIG_CLASSES: dict[str, type[RunConfig]] = {cls.SPEC.name: cls for cls in LOOP_CONFIGS}
+LOOP_SPECS: dict[str, LoopSpec] = {name: cls.SPEC for name, cls in CONFIG_CLASSES.items()}
 
 HARNESS_LOOPS = tuple(name for name, spec in LOOP_SPECS.items() if spec.family == "harness")
 """Loops whose candidates are toolsim harness edits: offline their `mutate` proposer is the
 rule proposer (`tasks.proposers.rules`), which derives rules and skills from traces."""
 
-STARTS_FROM_CHAMPION = ("evolve",) + HARNESS_LOOPS
-"""Loops whose round 0 publishes one program or harness, so a run can start from the
-store's champion instead of the suite's seed (`start_from="champion"`)."""
+STARTS_FROM_CHAMPION = tuple(name for name, spec in LOOP_SPECS.items() if spec.starts_from_champion)
+"""Loops whose round 0 publishes one program or harness (`start_from="champion"` works)."""
 
 
 def loop_spec(name: str) -> LoopSpec:
     """The spec of loop ``name``; an unknown name is refused with the known ones."""
-    if name not in LOOP_SPECS:
-        raise ValueError(f"unknown loop {name!r}; loops: {', '.join(LOOP_SPECS)} (see `ratchet loops`)")
-    return LOOP_SPECS[name]
+    return config_class(name).SPEC
+
+
+def config_class(name: str | None) -> type[RunConfig]:
+    """Loop ``name``'s config class; an unknown name is refused with the known ones."""
+    if name not in CONFIG_CLASSES:
+        raise ValueError(f"unknown loop {name!r}; loops: {', '.join(CONFIG_CLASSES)} (see `ratchet loops`)")
+    return CONFIG_CLASSES[name]
 
 
 def check_suite(loop: str, suite: str) -> None:
     """Refuse a loop/suite pair the loop cannot run, naming the suites that work."""
-    spec = loop_spec(loop)
-    if suite not in spec.suites:
-        raise ValueError(f"{loop} does not run on suite {suite!r}; it runs on: {', '.join(spec.suites)} "
-                         f"(e.g. ratchet run {loop} --suite {spec.default_suite})")
+    loop_spec(loop).check_suite(suite)

@@ -1,10 +1,13 @@
 """A harness candidate's executions and their trusted episodes: the suite re-simulates
-each ok case under the harness the candidate returned; `record_steps` writes the
-trajectories to the `steps` table once per (tag, candidate)."""
+each ok case under the harness the candidate returned, once per (case, output) in a
+process (the pair fixes the episode, so later rounds reuse it instead of simulating the
+run's history again); `record_steps` writes the trajectories to the `steps` table once
+per (tag, candidate)."""
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Sequence
 
 from schemas.rows import ExecutionRow, StepRow
@@ -22,17 +25,25 @@ def executions_of(ref: RunRef, tag: str, candidate_id: str) -> list[ExecutionRow
         "executions", ref.run_id, "execute", key) else []
 
 
+@lru_cache(maxsize=8)
+def case_index(ref: RunRef) -> dict[str, Case]:
+    """The run's cases by id."""
+    return {c.case_id: c for c in run_suite(ref).cases()}
+
+
+@lru_cache(maxsize=16384)
+def episode_of(ref: RunRef, case_id: str, output_uri: str) -> object:
+    """The trusted episode of one case under the harness an output holds (the suite
+    re-simulates it); cached, since (case, output) fixes the episode."""
+    output = json.loads(store_for(ref.store_uri).get_blob(blob_id(output_uri)))
+    return run_suite(ref).episode(case_index(ref)[case_id], output)
+
+
 def episodes(ref: RunRef, executions: Sequence[ExecutionRow]) -> list[tuple[ExecutionRow, Case, object]]:
-    """(execution, case, trusted episode) for every ok execution: the suite re-simulates
-    the case under the harness the candidate returned."""
-    store, suite = store_for(ref.store_uri), run_suite(ref)
-    cases = {c.case_id: c for c in suite.cases()}
-    out = []
-    for execution in executions:
-        if execution.status == "ok" and execution.output_uri:
-            output = json.loads(store.get_blob(blob_id(execution.output_uri)))
-            out.append((execution, cases[execution.case_id], suite.episode(cases[execution.case_id], output)))
-    return out
+    """(execution, case, trusted episode) for every ok execution."""
+    cases = case_index(ref)
+    return [(e, cases[e.case_id], episode_of(ref, e.case_id, e.output_uri))
+            for e in executions if e.status == "ok" and e.output_uri]
 
 
 def record_steps(ref: RunRef, tag: str, candidate_id: str) -> None:

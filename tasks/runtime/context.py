@@ -44,7 +44,7 @@ def first_start(store: TableStore, run_id: str) -> RunRow:
 def run_config(ref: RunRef) -> RunConfig:
     """The config the run started with (its first `running` event)."""
     first = first_start(store_for(ref.store_uri), ref.run_id)
-    return RunConfig.model_validate(json.loads(first.config_json)["config"])
+    return RunConfig.from_stored(json.loads(first.config_json)["config"])
 
 
 def anchored_scorer_version(ref: RunRef) -> str:
@@ -57,19 +57,13 @@ def suite_for(name: str, params_json: str) -> Suite:
     return get_suite(name, **json.loads(params_json))
 
 
-CATEGORY_SECTION = {"ppo_pact": "ppo_pact", "opd": "opd"}
-"""Post-training loops whose own config section names the arith categories; the others
-(grpo, paired_rollouts, harness_bandit) train with GRPO's parameters, `grpo.categories`."""
-
-
 def make_suite(config: RunConfig, name: str):
     """The run's suite `name`: a registry suite built from `suite_params`, or (for the
-    post-training loops) the arith suite over the loop config's categories. Arith's
+    training loops) the arith suite over the loop config's categories. Arith's
     candidates are weights, not programs, so it is not a registry `Suite`."""
     params_json = json.dumps(config.suite_params, sort_keys=True)
     if name == "arith":
-        section = getattr(config, CATEGORY_SECTION.get(config.loop, "grpo"))
-        return arith_for(tuple(section.categories), params_json)
+        return arith_for(config.arith_categories(), params_json)
     return suite_for(name, params_json)
 
 

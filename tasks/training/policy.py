@@ -103,6 +103,11 @@ def save_checkpoint(model: TinyLM, optimizer: torch.optim.Optimizer | None, step
     return to_bytes(model, meta)
 
 
+def load_policy(data: bytes, on: torch.device) -> TinyLM:
+    """The model of a checkpoint on `on`, without its optimizer (to evaluate it)."""
+    return from_bytes(data)[0].to(on)
+
+
 def load_checkpoint(data: bytes, lr: float, on: torch.device) -> tuple[TinyLM, torch.optim.Optimizer, int]:
     """Inverse of `save_checkpoint` -> (model on `on`, its AdamW, steps done); a fresh
     optimizer when the checkpoint has none (the warm-started policy)."""

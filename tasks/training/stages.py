@@ -22,10 +22,19 @@ from schemas.ids import derived_id
 from schemas.rows import CandidateRow, ExecutionRow, RegistryRow, ScoreRow, TrainStepRow
 from tasks.runtime.context import RunRef, anchored_scorer_version, make_suite, run_config, store_for, tracker_for
 from tasks.runtime.failpoints import crash_point
+from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import CHAMPION, registry_name
 from tasks.training.placement import chunk_key, run_chunk, worker_name
-from tasks.training.policy import device, greedy_outputs, load_checkpoint, pretrain, save_checkpoint, train_step
+from tasks.training.policy import (
+    device,
+    greedy_outputs,
+    load_checkpoint,
+    load_policy,
+    pretrain,
+    save_checkpoint,
+    train_step,
+)
 
 def arith(ref: RunRef):
     config = run_config(ref)
@@ -157,7 +166,7 @@ def accuracy(ref: RunRef, candidate_id: str, split: str) -> float:
     if not store.has_part("scores", ref.run_id, "eval", key):
         suite, start = arith(ref), datetime.now(timezone.utc)
         cases = suite.cases(split)
-        model, _, _ = load_checkpoint(store.get_blob(candidate_id), run_config(ref).grpo.lr, device())
+        model = load_policy(store.get_blob(candidate_id), device())
         outputs = greedy_outputs(model, suite, cases)
         wall_s = (datetime.now(timezone.utc) - start).total_seconds()
         executions, scores = evaluation_rows(ref, candidate_id, cases, outputs, wall_s)
@@ -176,17 +185,18 @@ def evaluate_policy(ref: RunRef, candidate_id: str) -> float:
 def register_policy(ref: RunRef, candidate_id: str) -> float:
     """Register the final policy (stage stable, alias champion) with its select score
     and its holdout score, measured here only; returns the holdout score (idempotent)."""
-    store = store_for(ref.store_uri)
-    if not store.has_part("registry", ref.run_id, "register", "final"):
-        select, holdout = accuracy(ref, candidate_id, "select"), accuracy(ref, candidate_id, "holdout")
-        row = registry_row(ref, 2, candidate_id, "stable", CHAMPION, select, holdout)
-        store.write_part("registry", ref.run_id, "register", "final", [row])
-        tracker_for(ref).log_candidate(
-            ref.run_id, candidate_id, params={"loop": run_config(ref).loop, "stage": "stable"},
-            metrics={"select_correct": select, "holdout_correct": holdout}, tags={"alias": CHAMPION},
-            artifact=store.get_blob(candidate_id), artifact_name="policy.pt",
-        )
-    return store.read_part("registry", ref.run_id, "register", "final")[0].holdout_score
+    return once(ref, "registry", "register", "final", lambda: [final_registration(ref, candidate_id)])[0].holdout_score
+
+
+def final_registration(ref: RunRef, candidate_id: str) -> RegistryRow:
+    """The final policy's registry row (select and holdout measured), logged to MLflow."""
+    select, holdout = accuracy(ref, candidate_id, "select"), accuracy(ref, candidate_id, "holdout")
+    tracker_for(ref).log_candidate(
+        ref.run_id, candidate_id, params={"loop": run_config(ref).loop, "stage": "stable"},
+        metrics={"select_correct": select, "holdout_correct": holdout}, tags={"alias": CHAMPION},
+        artifact=store_for(ref.store_uri).get_blob(candidate_id), artifact_name="policy.pt",
+    )
+    return registry_row(ref, 2, candidate_id, "stable", CHAMPION, select, holdout)
 
 
 @task(name="summarize-policy")

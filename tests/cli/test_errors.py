@@ -34,7 +34,7 @@ def one_line_error(result, code: int = 2) -> str:
     (["run", "grpo", "--suite", "toolsim"], "grpo does not run on suite 'toolsim'; it runs on: arith"),
     (["run", "self_healing", "--suite", "circle_packing"], "self_healing does not run on suite 'circle_packing'"),
     (["run", "evolve", "--suite", "toolsim"], "evolve does not run on suite 'toolsim'"),
-    (["run", "evolve", "--set", "bogus.x=1"], "unknown section 'bogus'; sections: designer, evolve"),
+    (["run", "evolve", "--set", "bogus.x=1"], "evolve has no section 'bogus'; its sections: evolve, sandbox"),
     (["run", "evolve", "--set", "evolve.nope=1"], "section 'evolve' has no field 'nope'; its fields: islands, "),
     (["run", "evolve", "--set", "evolve.islands=abc"], "evolve.islands: Input should be a valid integer"),
     (["run", "evolve", "--set", "evolve.islands=0"], "evolve.islands: Input should be greater than or equal to 1"),

@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from cli.errors import UsageError
-from cli.running import loop_sections, make_config, parse_settings
+from cli.running import make_config, parse_settings
 
 
 def config(loop: str, suite: str, *settings: str, timeout: float = 10.0):
@@ -13,17 +13,18 @@ def config(loop: str, suite: str, *settings: str, timeout: float = 10.0):
 
 
 def test_values_are_read_as_yaml():
-    assert parse_settings(["opd.method=dial", "grpo.lr=3e-5", "heal.accept_all=true", "grpo.categories=[add, sub]",
-                           "grow.gate_every=8"]) == {
-        "opd": {"method": "dial"}, "grpo": {"lr": "3e-5", "categories": ["add", "sub"]},
-        "heal": {"accept_all": True}, "grow": {"gate_every": 8}}
+    assert parse_settings(["paired_rollouts.noise_pairing=shared", "grpo.lr=3e-5", "grpo.categories=[add, sub]",
+                           "grpo.dropout=true", "grpo.group_size=8"], "paired_rollouts") == {
+        "paired_rollouts": {"noise_pairing": "shared"},
+        "grpo": {"lr": "3e-5", "categories": ["add", "sub"], "dropout": True, "group_size": 8}}
 
 
 def test_settings_reach_the_run_config():
-    c = config("opd", "arith", "opd.method=dial", "grpo.lr=3e-5", "grpo.categories=[add, sub]")
-    assert c.opd.method == "dial" and c.grpo.lr == 3e-5 and c.grpo.categories == ("add", "sub")
+    c = config("opd", "arith", "opd.method=dial", "opd.categories=[add, sub]")
+    assert c.opd.method == "dial" and c.opd.categories == ("add", "sub")
     assert c.opd.lr == type(c.opd)().lr  # untouched fields keep their defaults
     assert config("self_healing", "toolsim", "heal.accept_all=true").heal.accept_all is True
+    assert config("grpo", "arith", "grpo.lr=3e-5").grpo.lr == 3e-5
 
 
 def test_sandbox_settings_merge_with_the_timeout_option():
@@ -31,19 +32,34 @@ def test_sandbox_settings_merge_with_the_timeout_option():
     assert (c.sandbox.timeout_s, c.sandbox.memory_mb) == (3.0, 512)
 
 
-def test_every_loop_parameter_group_is_a_section():
-    assert {"evolve", "grpo", "opd", "ppo_pact", "paired_rollouts", "harness_bandit", "heal", "grow", "medrsi",
-            "designer", "sandbox"} == set(loop_sections())
+@pytest.mark.parametrize("loop, sections", [
+    ("evolve", {"evolve", "sandbox"}),
+    ("aide2", {"evolve", "sandbox"}),
+    ("self_healing", {"evolve", "heal", "sandbox"}),
+    ("designer_rsi", {"evolve", "designer", "sandbox"}),
+    ("grpo", {"grpo", "sandbox"}),
+    ("opd", {"opd", "sandbox"}),
+    ("harness_bandit", {"grpo", "harness_bandit", "sandbox"}),
+])
+def test_a_loop_has_exactly_its_own_sections(loop, sections):
+    from schemas.loops import config_class
+
+    assert set(config_class(loop).sections()) == sections
+
+
+def test_another_loops_section_is_refused_naming_the_loops_own():
+    with pytest.raises(UsageError, match="evolve has no section 'grpo'; its sections: evolve, sandbox"):
+        config("evolve", "circle_packing", "grpo.lr=1e-3")
 
 
 @pytest.mark.parametrize("pair, message", [
     ("opd=dial", "SECTION.FIELD=VALUE"),
     ("opd.method", "SECTION.FIELD=VALUE"),
-    ("bogus.x=1", "unknown section 'bogus'"),
+    ("bogus.x=1", "opd has no section 'bogus'"),
 ])
 def test_malformed_settings_say_what_is_wrong(pair, message):
     with pytest.raises(ValueError, match=message):
-        parse_settings([pair])
+        parse_settings([pair], "opd")
 
 
 def test_invalid_values_name_the_field():

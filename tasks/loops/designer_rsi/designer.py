@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import json
 import random
-from functools import lru_cache
 from typing import Sequence
 
 from prefect import task
 
 from schemas.ids import content_id, derived_id, seed_for
-from schemas.rows import CandidateRow, DistillateRow, ExecutionRow, StepRow
+from schemas.rows import CandidateRow, DistillateRow, ExecutionRow
 from suites.base import Case
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of, rule_text
-from tasks.harness_loops.episodes import harness_document
+from tasks.harness_loops.episodes import case_index, episode_of, harness_document, record_steps
 from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.designer_rsi.designer_llm import llm_design, require_endpoint
@@ -43,6 +42,7 @@ from tasks.loops.designer_rsi.designer_logic import (
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import RuleProposer
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
+from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.execute import part_key, run_candidates
@@ -64,18 +64,9 @@ def executions_for(ref: RunRef, candidate_id: str) -> list[ExecutionRow]:
     return [e for e in store_for(ref.store_uri).read_rows("executions", ref.run_id) if e.candidate_id == candidate_id]
 
 
-@lru_cache(maxsize=4)
-def case_index(ref: RunRef) -> dict[str, Case]:
-    return {c.case_id: c for c in run_suite(ref).cases()}
-
-
-@lru_cache(maxsize=16384)
 def trace_for(ref: RunRef, case_id: str, output_uri: str) -> Trace:
-    """The trusted re-simulation of one case under the harness an output holds; cached,
-    since (case, output) fixes the episode."""
-    case = case_index(ref)[case_id]
-    output = json.loads(store_for(ref.store_uri).get_blob(blob_id(output_uri)))
-    return trace_of(case_id, case.payload, run_suite(ref).episode(case, output))
+    """The trusted episode of one case under the harness an output holds, as evidence."""
+    return trace_of(case_id, case_index(ref)[case_id].payload, episode_of(ref, case_id, output_uri))
 
 
 def traced(ref: RunRef, candidate_id: str, case_ids: set[str] | None = None,
@@ -85,21 +76,6 @@ def traced(ref: RunRef, candidate_id: str, case_ids: set[str] | None = None,
     out = [(e, trace_for(ref, e.case_id, e.output_uri)) for e in executions
            if e.split == "train" and e.status == "ok" and e.output_uri and (case_ids is None or e.case_id in case_ids)]
     return sorted(out, key=lambda pair: pair[1].case_id)
-
-
-def record_steps(ref: RunRef, tag: str, candidate_id: str) -> None:
-    """One StepRow per step of every ok execution under (tag, candidate) (idempotent)."""
-    store, key = store_for(ref.store_uri), part_key(tag, candidate_id)
-    if store.has_part("steps", ref.run_id, "trace", key):
-        return
-    executions = store.read_part("executions", ref.run_id, "execute", key)
-    cases = case_index(ref)
-    rows = [StepRow(run_id=ref.run_id, execution_id=e.execution_id, step=step["step"], kind=step["kind"],
-                    name=step["name"], args_json=step["args_json"], result_json=step["result_json"], ok=step["ok"],
-                    reward=step["reward"], logprob=step["logprob"], teacher_logprob=step["teacher_logprob"])
-            for e in executions if e.status == "ok" and e.output_uri and e.case_id in cases
-            for step in trace_for(ref, e.case_id, e.output_uri).steps]
-    store.write_part("steps", ref.run_id, "trace", key, rows)
 
 
 def evaluate(ref: RunRef, tag: str, candidate_id: str, cases: Sequence[Case]) -> None:
@@ -194,14 +170,15 @@ def serve(ref: RunRef, round_index: int) -> str:
 def distill_gaps(ref: RunRef, round_index: int, champion: str) -> int:
     """distill: charge the batch's failures to gap / failing-item records; returns the
     number of records that changed."""
-    store, key = store_for(ref.store_uri), round_key(round_index)
-    if not store.has_part("distillates", ref.run_id, "distill", key):
-        batch = {c.case_id for c in traffic(ref, round_index)}
-        found = [occurrence_of(t, e.execution_id) for e, t in traced(ref, champion, batch)]
-        changed = fold(pool_state(ref), [o for o in found if o is not None])
-        rows = [record_row(ref, round_index, r) for _, r in sorted(changed.items())]
-        store.write_part("distillates", ref.run_id, "distill", key, rows)
-    return len(store.read_part("distillates", ref.run_id, "distill", key))
+    return len(once(ref, "distillates", "distill", round_key(round_index), lambda: gap_rows(ref, round_index, champion)))
+
+
+def gap_rows(ref: RunRef, round_index: int, champion: str) -> list[DistillateRow]:
+    """The gap / failing-item records the round's traffic batch changed."""
+    batch = {c.case_id for c in traffic(ref, round_index)}
+    found = [occurrence_of(t, e.execution_id) for e, t in traced(ref, champion, batch)]
+    changed = fold(pool_state(ref), [o for o in found if o is not None])
+    return [record_row(ref, round_index, r) for _, r in sorted(changed.items())]
 
 
 def skill_rows(ref: RunRef) -> list[DistillateRow]:

@@ -40,6 +40,7 @@ from tasks.loops.designer_rsi.designer import (
 )
 from tasks.loops.designer_rsi.designer_logic import PUBLISHED, replay_evidence
 from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.register import holdout_score
@@ -97,18 +98,20 @@ def _decision_row(ref: RunRef, round_index: int, candidate: str, champion: str |
 def gate_skill(ref: RunRef, round_index: int, candidate: str) -> str:
     """gate: the seed is admitted as the first library; any later edit must pass the
     paired replay against the champion. Publishes one decision and returns it."""
-    store, key = store_for(ref.store_uri), round_key(round_index)
+    key = round_key(round_index)
     remember_decision_part(ref, "gate", key)
-    if not store.has_part("gate_decisions", ref.run_id, "gate", key):
-        champion = champion_at(ref, round_index)
-        if champion is None:
-            reason = "accept: no library yet: the seed harness (default plans only) becomes the first champion"
-            outcome = no_evidence("accept", reason, {"gate": SEED_GATE})
-        else:
-            outcome = replay_outcome(ref, round_index, candidate, champion)
-        store.write_part("gate_decisions", ref.run_id, "gate", key,
-                         [_decision_row(ref, round_index, candidate, champion, outcome)])
-    return store.read_part("gate_decisions", ref.run_id, "gate", key)[0].decision
+    return once(ref, "gate_decisions", "gate", key, lambda: [skill_decision(ref, round_index, candidate)])[0].decision
+
+
+def skill_decision(ref: RunRef, round_index: int, candidate: str) -> GateDecisionRow:
+    """The seed's admission as the first library, or the paired replay's verdict."""
+    champion = champion_at(ref, round_index)
+    if champion is None:
+        reason = "accept: no library yet: the seed harness (default plans only) becomes the first champion"
+        outcome = no_evidence("accept", reason, {"gate": SEED_GATE})
+    else:
+        outcome = replay_outcome(ref, round_index, candidate, champion)
+    return _decision_row(ref, round_index, candidate, champion, outcome)
 
 
 gate_skill.on_rollback(undo_decision_part)  # a failed publish un-publishes the decision; a resume re-decides
@@ -142,11 +145,9 @@ def publish_skill(ref: RunRef, round_index: int) -> bool:
     store, key = store_for(ref.store_uri), round_key(round_index)
     decision = store.read_part("gate_decisions", ref.run_id, "gate", key)[0]
     accepted = decision.decision == "accept"
-    if round_index > 0 and not store.has_part("distillates", ref.run_id, "register", key):
-        store.write_part("distillates", ref.run_id, "register", key, _status_rows(ref, round_index, accepted))
-    if not store.has_part("registry", ref.run_id, "register", key):
-        store.write_part("registry", ref.run_id, "register", key, [_registry_row(ref, decision)] if accepted else [])
-    registered = store.read_part("registry", ref.run_id, "register", key)
+    if round_index > 0:
+        once(ref, "distillates", "register", key, lambda: _status_rows(ref, round_index, accepted))
+    registered = once(ref, "registry", "register", key, lambda: [_registry_row(ref, decision)] if accepted else [])
     track_candidate(ref, decision, registered[0] if registered else None)
     if round_index == 0:
         reporter().advance(1, "seed library admitted")

@@ -62,6 +62,7 @@ from tasks.runtime.context import (
     store_for,
     tracker_for,
 )
+from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.register import holdout_score
@@ -134,20 +135,20 @@ def track(ref: RunRef, decision: GateDecisionRow) -> None:
 # -- seed ------------------------------------------------------------------------------
 
 
+def seed_decision(ref: RunRef, seed: str) -> GateDecisionRow:
+    """The seed's admission as the first stable toolbox, with its discovery score."""
+    cases = [c.case_id for c in discovery_cases(ref)]
+    score = balanced_success(metrics_of(ref, seed), cases)
+    outcome = GateOutcome("accept", "no stable toolbox yet: the seed harness is the first", [], [], score,
+                          None, None, None, None, len(cases), json.dumps({"gate": SEED_GATE}))
+    return decision_row(ref, 0, seed, SEED_GATE, None, outcome)
+
+
 @task(name="admit_seed", **STAGE_OPTIONS)
 def admit_seed(ref: RunRef, seed: str) -> str:
     """Round 0: the seed harness is the first stable toolbox (no gate to pass)."""
-    store = store_for(ref.store_uri)
-    if not store.has_part("gate_decisions", ref.run_id, "admit", round_key(0)):
-        cases = [c.case_id for c in discovery_cases(ref)]
-        score = balanced_success(metrics_of(ref, seed), cases)
-        outcome = GateOutcome("accept", "no stable toolbox yet: the seed harness is the first", [], [], score,
-                              None, None, None, None, len(cases), json.dumps({"gate": SEED_GATE}))
-        store.write_part("gate_decisions", ref.run_id, "admit", round_key(0),
-                         [decision_row(ref, 0, seed, SEED_GATE, None, outcome)])
-    if not store.has_part("registry", ref.run_id, "register", round_key(0)):
-        decision = store.read_part("gate_decisions", ref.run_id, "admit", round_key(0))[0]
-        store.write_part("registry", ref.run_id, "register", round_key(0), [make_stable(ref, decision, [])])
+    decision = once(ref, "gate_decisions", "admit", round_key(0), lambda: [seed_decision(ref, seed)])[0]
+    once(ref, "registry", "register", round_key(0), lambda: [make_stable(ref, decision, [])])
     reporter().advance(1, "seed")
     return seed
 
@@ -174,12 +175,13 @@ def admit(ref: RunRef, round_index: int, candidate: str) -> str:
     """Fast discovery gate on the round's tool; publishes and returns its decision."""
     store, key = store_for(ref.store_uri), round_key(round_index)
     _remember("admit", key, ref)
-    if not store.has_part("gate_decisions", ref.run_id, "admit", key):
+
+    def decide() -> list[GateDecisionRow]:
         row = store.read_part("distillates", ref.run_id, "build", key)[0]
         outcome = discovery_outcome(ref, row)
-        decision = decision_row(ref, round_index, candidate, DISCOVERY_GATE, frozen_of(row).stable_version, outcome)
-        store.write_part("gate_decisions", ref.run_id, "admit", key, [decision])
-    return store.read_part("gate_decisions", ref.run_id, "admit", key)[0].decision
+        return [decision_row(ref, round_index, candidate, DISCOVERY_GATE, frozen_of(row).stable_version, outcome)]
+
+    return once(ref, "gate_decisions", "admit", key, decide)[0].decision
 
 
 admit.on_rollback(undo_decision_part)
@@ -259,11 +261,9 @@ def weigh_pool(ref: RunRef, round_index: int) -> list[GateDecisionRow]:
 @task(name="weigh", **STAGE_OPTIONS)
 def weigh(ref: RunRef, round_index: int) -> list[str]:
     """Slow registration gate over the pool; publishes and returns the decisions."""
-    store, key = store_for(ref.store_uri), round_key(round_index)
+    key = round_key(round_index)
     _remember("weigh", key, ref)
-    if not store.has_part("gate_decisions", ref.run_id, "weigh", key):
-        store.write_part("gate_decisions", ref.run_id, "weigh", key, weigh_pool(ref, round_index))
-    return [d.decision for d in store.read_part("gate_decisions", ref.run_id, "weigh", key)]
+    return [d.decision for d in once(ref, "gate_decisions", "weigh", key, lambda: weigh_pool(ref, round_index))]
 
 
 weigh.on_rollback(undo_decision_part)

@@ -45,6 +45,7 @@ from tasks.loops.medrsi.medrsi_logic import (
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
 from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.execute import part_key, run_candidates
@@ -190,13 +191,12 @@ def failure_rows(ref: RunRef, round_index: int, stable: str, metrics: Metrics) -
 def diagnose(ref: RunRef, round_index: int) -> str:
     """The stable harness diagnoses the discovery cases; its failures are recorded with
     their severity, cluster and cluster priority. Returns the stable harness's id."""
-    store, stable = store_for(ref.store_uri), stable_id(ref)
+    stable = stable_id(ref)
     if stable is None:
         raise LookupError(f"run {ref.run_id}: round {round_index} has no stable harness; plant the seed first")
     run_on(ref, DISCOVERY, stable, discovery_cases(ref), steps=True)
-    if not store.has_part("distillates", ref.run_id, "diagnose", round_key(round_index)):
-        rows = failure_rows(ref, round_index, stable, metrics_of(ref, stable))
-        store.write_part("distillates", ref.run_id, "diagnose", round_key(round_index), rows)
+    once(ref, "distillates", "diagnose", round_key(round_index),
+         lambda: failure_rows(ref, round_index, stable, metrics_of(ref, stable)))
     return stable
 
 

@@ -28,6 +28,7 @@ from tasks.loops.self_healing.heal_llm import llm_rule
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.execute import part_key, run_candidates
@@ -125,11 +126,9 @@ def evidence_rows(ref: RunRef, round_index: int, champion: str, traces: Sequence
 def notice(ref: RunRef, round_index: int, champion: str) -> int:
     """Notice: write the champion's failure evidence to the workspace (a distillate of
     kind "evidence"); returns the number of failing train cases."""
-    store = store_for(ref.store_uri)
-    if not store.has_part("distillates", ref.run_id, "notice", round_key(round_index)):
-        rows = evidence_rows(ref, round_index, champion, train_traces(ref, champion))
-        store.write_part("distillates", ref.run_id, "notice", round_key(round_index), rows)
-    return store.read_part("distillates", ref.run_id, "notice", round_key(round_index))[0].support
+    rows = once(ref, "distillates", "notice", round_key(round_index),
+                lambda: evidence_rows(ref, round_index, champion, train_traces(ref, champion)))
+    return rows[0].support
 
 
 def rejected_trials(ref: RunRef) -> list[Trial]:

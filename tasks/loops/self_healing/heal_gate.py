@@ -45,6 +45,7 @@ from tasks.runtime.context import (
     run_suite,
     store_for,
 )
+from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.register import holdout_score
@@ -99,18 +100,21 @@ def replay_outcome(ref: RunRef, round_index: int, candidate: str, champion: str)
 def validate(ref: RunRef, round_index: int, candidate: str) -> str:
     """Validate: gate the candidate against the champion (the seed: admitted as the
     first champion); publishes one decision and returns it."""
-    store, key = store_for(ref.store_uri), round_key(round_index)
+    key = round_key(round_index)
     remember_decision_part(ref, "validate", key)
-    if not store.has_part("gate_decisions", ref.run_id, "validate", key):
-        champion, ablation = champion_id(ref), run_config(ref).heal.accept_all
-        outcome = seed_outcome(ref, candidate) if champion is None else replay_outcome(ref, round_index, candidate, champion)
-        gate = SEED_GATE if champion is None else ACCEPT_ALL if ablation else GATE
-        outcome = accept_all(outcome) if gate == ACCEPT_ALL else outcome
-        row = GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, gate), round=round_index,
-                              candidate_id=candidate, gate=gate, baseline_id=champion,
-                              scorer_version=anchored_scorer_version(ref), **vars(outcome))
-        store.write_part("gate_decisions", ref.run_id, "validate", key, [row])
-    return store.read_part("gate_decisions", ref.run_id, "validate", key)[0].decision
+    return once(ref, "gate_decisions", "validate", key, lambda: [validation_row(ref, round_index, candidate)])[0].decision
+
+
+def validation_row(ref: RunRef, round_index: int, candidate: str) -> GateDecisionRow:
+    """The round's decision: the seed's admission, the paired replay's verdict, or (the
+    accept-all ablation) an acceptance whatever the replay said."""
+    champion, ablation = champion_id(ref), run_config(ref).heal.accept_all
+    outcome = seed_outcome(ref, candidate) if champion is None else replay_outcome(ref, round_index, candidate, champion)
+    gate = SEED_GATE if champion is None else ACCEPT_ALL if ablation else GATE
+    outcome = accept_all(outcome) if gate == ACCEPT_ALL else outcome
+    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, gate), round=round_index,
+                           candidate_id=candidate, gate=gate, baseline_id=champion,
+                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
 
 
 validate.on_rollback(undo_decision_part)  # a failed register un-publishes the decision; a resume re-decides
@@ -139,13 +143,11 @@ def register_rule(ref: RunRef, round_index: int) -> bool:
     store, key = store_for(ref.store_uri), round_key(round_index)
     decision = store.read_part("gate_decisions", ref.run_id, "validate", key)[0]
     accepted = decision.decision == "accept"
-    if round_index > 0 and not store.has_part("distillates", ref.run_id, "register", key):
+    if round_index > 0:
         status = "active" if accepted else "retired"
-        row = _rule_row(ref, round_index).model_copy(update={"status": status})
-        store.write_part("distillates", ref.run_id, "register", key, [row])
-    if not store.has_part("registry", ref.run_id, "register", key):
-        store.write_part("registry", ref.run_id, "register", key, [registry_row(ref, decision)] if accepted else [])
-    registered = store.read_part("registry", ref.run_id, "register", key)
+        once(ref, "distillates", "register", key,
+             lambda: [_rule_row(ref, round_index).model_copy(update={"status": status})])
+    registered = once(ref, "registry", "register", key, lambda: [registry_row(ref, decision)] if accepted else [])
     track_candidate(ref, decision, registered[0] if registered else None)
     reporter().advance(1 if round_index else 0, f"round {round_index}: {decision.decision}")
     return accepted

@@ -44,6 +44,7 @@ from tasks.runtime.context import (
     store_for,
     tracker_for,
 )
+from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -85,8 +86,7 @@ def ablation_candidates(ref: RunRef, round_index: int, key: str, champion: str) 
                 run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator="ablate",
                 proposer=GUARD, artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob), island=-1,
                 summary=f"the champion harness without {member}"))
-    if not store.has_part("candidates", ref.run_id, "guard", key):
-        store.write_part("candidates", ref.run_id, "guard", key, rows)
+    once(ref, "candidates", "guard", key, lambda: rows)
     return ids
 
 
@@ -153,18 +153,14 @@ def track_retirement(ref: RunRef, decision: GateDecisionRow, registered: Registr
 def guard_step(ref: RunRef, round_index: int, step: int) -> str | None:
     """One guard step (idempotent): decide, then on a retirement register the smaller
     set and retire the member's rules. Returns the retired member, or None."""
-    store, key = store_for(ref.store_uri), step_key(round_index, step)
-    if not store.has_part("gate_decisions", ref.run_id, "guard", key):
-        store.write_part("gate_decisions", ref.run_id, "guard", key, [guard_decision(ref, round_index, step)])
-    decision = store.read_part("gate_decisions", ref.run_id, "guard", key)[0]
+    key = step_key(round_index, step)
+    decision = once(ref, "gate_decisions", "guard", key, lambda: [guard_decision(ref, round_index, step)])[0]
     member = json.loads(decision.evidence_json).get("retired")
     if decision.decision != "reject" or member is None:
         return None
-    if not store.has_part("registry", ref.run_id, "guard", key):
-        store.write_part("registry", ref.run_id, "guard", key, [registry_row(ref, decision)])
-    if not store.has_part("distillates", ref.run_id, "guard", key):
-        store.write_part("distillates", ref.run_id, "guard", key, retired_rules(ref, round_index, member))
-    track_retirement(ref, decision, store.read_part("registry", ref.run_id, "guard", key)[0], member)
+    registered = once(ref, "registry", "guard", key, lambda: [registry_row(ref, decision)])[0]
+    once(ref, "distillates", "guard", key, lambda: retired_rules(ref, round_index, member))
+    track_retirement(ref, decision, registered, member)
     return member
 
 
