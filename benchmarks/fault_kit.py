@@ -18,10 +18,13 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,8 +116,18 @@ def snapshot(store_uri: str, run_id: str) -> dict[str, list[str]]:
             continue
         tables[table] = sorted(json.dumps(_canonical(row, run_id, labels), sort_keys=True) for row in rows)
     events = sorted(raw["runs"], key=lambda r: r["event_at"])
-    tables["runs"] = [json.dumps([events[-1]["status"], _canonical(events[0], run_id, labels)["config_json"]])] if events else []
+    tables["runs"] = [json.dumps([events[-1]["status"], _config(events[0]["config_json"])])] if events else []
     return tables
+
+
+PLACEMENT = ("dask_address",)
+"""Config fields that say where a run's work ran, not what it computed (like the
+`train_steps.worker` column): the same run on threads or on Dask has the same rows."""
+
+
+def _config(config_json: str) -> dict:
+    stored = json.loads(config_json)
+    return {**stored, "config": {k: v for k, v in stored["config"].items() if k not in PLACEMENT}}
 
 
 def differences(expected: dict[str, list[str]], actual: dict[str, list[str]]) -> dict[str, tuple[int, int]]:
@@ -169,12 +182,59 @@ def _canonical(value, run_id: str, labels: dict[str, str]):
 
 
 def reference_run(base: Path, args: list[str], env: dict[str, str]) -> tuple[dict[str, list[str]], float]:
-    """The run left alone: its canonical tables and its wall seconds."""
+    """The run left alone: its canonical tables and the seconds from its first recorded
+    event (its `running` part) to its exit, the span in which a kill can be resumed."""
     store = str(base / "reference")
-    started = time.monotonic()
-    code = ratchet(args, {**env, "RATCHET_STORE": store}, base / "reference.log")
-    elapsed = time.monotonic() - started
+    proc = start_ratchet(args, {**env, "RATCHET_STORE": store}, base / "reference.log")
+    wait_for_part(store, "runs", "status-running", proc)
+    recorded = time.monotonic()
+    code = end_ratchet(proc)
+    elapsed = time.monotonic() - recorded
     if code != 0:
         raise SystemExit(f"the reference run failed (exit {code}); see {base / 'reference.log'}")
     (run_id,) = run_ids(store)
     return snapshot(store, run_id), elapsed
+
+
+def wait_for_part(store: str, table: str, marker: str, proc, timeout_s: float = 600) -> None:
+    """Poll a local store until a part of ``table`` whose name contains ``marker`` exists."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(marker in p.name for p in Path(store, "tables", table).rglob("*.parquet")):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"no part {marker!r} of {table} in {store} (run exit {proc.poll()})")
+
+
+@contextmanager
+def prefect_server(home: Path, timeout_s: float = 300) -> Iterator[str]:
+    """One real `prefect server start` on a free port for a series of runs (each run's
+    own ephemeral server would cost a start per process); yields its API URL."""
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PREFECT_HOME": str(home)}
+    env.pop("PREFECT_API_URL", None)
+    with (home / "server.log").open("w") as sink:
+        server = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host",
+                                   "127.0.0.1", "--port", str(port)], env=env, stdout=sink,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"prefect server did not start; see {home / 'server.log'}") from None
+                time.sleep(1)
+        yield url
+    finally:
+        end_ratchet(server, code=0)
+        server.wait()

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fault_kit import (EVOLVE, differences, end_ratchet, latest_status, ratchet, reference_run, run_ids,
-                       snapshot, start_ratchet)
+                       snapshot, start_ratchet, wait_for_part)
 
 BUCKET = "ratchet-faults"
 
@@ -193,16 +193,6 @@ def disk_full(size: str = "180k", run_seed: int = 3, base: Path | None = None) -
           f"resumed after growing it: exit {figures['resume_exit']}, {figures['final']}, "
           + ("identical" if not figures["differs"] else f"DIFFERS {figures['differs']}"), flush=True)
     return figures
-
-
-def wait_for_part(store: str, table: str, marker: str, proc, timeout_s: float = 600) -> None:
-    """Poll a local store until a part of ``table`` whose name contains ``marker`` exists."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(marker in p.name for p in Path(store, "tables", table).rglob("*.parquet")):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"no part {marker!r} of {table} in {store} (run exit {proc.poll()})")
 
 
 def parts_of(store: str, table: str, marker: str) -> int:

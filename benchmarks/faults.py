@@ -15,7 +15,10 @@ each compared table by table (`fault_kit.snapshot`) with the same run left alone
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import signal
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -23,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fault_kit import (EVOLVE, ROUNDS, differences, end_ratchet, latest_status, ratchet,  # noqa: E402
-                       reference_run, run_ids, snapshot, start_ratchet)
+from fault_kit import (EVOLVE, ROUNDS, differences, end_ratchet, latest_status, prefect_server,  # noqa: E402
+                       ratchet, reference_run, run_ids, snapshot, start_ratchet, wait_for_part)
 from fault_services import dask_faults, disk_full, s3_outages  # noqa: E402,F401
 
 @dataclass(frozen=True)
@@ -48,22 +51,31 @@ def kill_points(n: int, seed: int, reference_s: float) -> list[tuple[str, float 
         if rng.random() < 0.5:
             points.append(("failpoint", rng.choice(stages)))
         else:
-            points.append(("timed", round(rng.uniform(2.0, 0.9 * reference_s), 1)))
+            points.append(("timed", round(rng.uniform(0.5, 0.9 * reference_s), 1)))
     return points
 
 
 def killed_and_resumed(base: Path, index: int, point: tuple[str, float | str], args: list[str],
                        env: dict[str, str], expected: dict[str, list[str]]) -> Outcome:
-    """Run with one kill, resume, and compare with the reference."""
+    """Run with one kill, resume, and compare with the reference. A timed kill comes
+    ``where`` seconds after the run recorded its start (before it, there is no run to
+    resume: a rerun is the remedy)."""
     store = str(base / f"kill{index:02d}")
     log = base / f"kill{index:02d}.log"
     kind, where = point
     if kind == "failpoint":
         code = ratchet(args, {**env, "RATCHET_STORE": store, "RATCHET_KILL_AT": str(where)}, log)
     else:
-        code = ratchet(args, {**env, "RATCHET_STORE": store}, log, kill_after_s=float(where))
+        proc = start_ratchet(args, {**env, "RATCHET_STORE": store}, log)
+        wait_for_part(store, "runs", "status-running", proc)
+        try:
+            code = proc.wait(timeout=float(where))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            code = proc.wait()
+        code = end_ratchet(proc, code)
     ids = run_ids(store)
-    if len(ids) != 1:  # killed before the run's first event: a fresh run is the resume
+    if len(ids) != 1:
         return Outcome(f"{kind} {where}", code, {"runs": (1, 0)}, "no run recorded")
     resumed = ratchet(["resume", ids[0]], {**env, "RATCHET_STORE": store}, log)
     status = latest_status(store, ids[0])[0] if resumed == 0 else f"resume exit {resumed}"
@@ -74,9 +86,14 @@ def kills(n: int = 20, seed: int = 7, run_seed: int = 3, base: Path | None = Non
     """n kills of evolve (seeded points), each resumed and compared; prints each one."""
     base = base or Path(tempfile.mkdtemp(prefix="ratchet-kills-"))
     args = [*EVOLVE, "--seed", str(run_seed)]
-    env = {"PREFECT_HOME": str(base / "prefect")}
+    with prefect_server(base / "prefect") as api:
+        env = {"PREFECT_HOME": str(base / "prefect"), "PREFECT_API_URL": api}
+        return _kill_series(n, seed, base, args, env)
+
+
+def _kill_series(n: int, seed: int, base: Path, args: list[str], env: dict[str, str]) -> list[Outcome]:
     expected, reference_s = reference_run(base, args, env)
-    print(f"reference run: {reference_s:.1f} s, rows per table "
+    print(f"reference run: {reference_s:.1f} s from its first event, rows per table "
           f"{ {t: len(rows) for t, rows in expected.items() if rows} }", flush=True)
     outcomes = []
     for index, point in enumerate(kill_points(n, seed, reference_s)):
