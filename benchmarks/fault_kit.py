@@ -162,6 +162,8 @@ def _labels(raw: dict[str, list[dict]], run_id: str) -> dict[str, str]:
         by_distillate[d["distillate_id"]].append(json.dumps(_canonical(row, run_id, labels), sort_keys=True))
     for distillate_id, rows in by_distillate.items():
         labels[distillate_id] = "S:" + hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()[:16]
+    for r in raw["registry"]:  # a weight loop's decision id names its candidate and stage (no gate row)
+        labels.setdefault(r["decision_id"], f"R:{r['name']}:{r['stage']}:{r['candidate_id'][:16]}")
     for n in raw["nodes"]:
         labels.setdefault(n["node_id"], f"N:{n['round']}:{n['diff'][:32]}")
     return labels
