@@ -42,8 +42,8 @@ def free_port() -> int:
 class Cluster:
     """A scheduler and `workers` CLI workers as processes, killed on exit."""
 
-    def __init__(self, workers: int, log_dir: str) -> None:
-        self.address = f"tcp://127.0.0.1:{free_port()}"
+    def __init__(self, workers: int, log_dir: str, address: str | None = None) -> None:
+        self.address = address or f"tcp://127.0.0.1:{free_port()}"
         self.processes = [self._spawn(log_dir, "scheduler", "scheduler", "--host", "127.0.0.1", "--port",
                                       self.address.rsplit(":", 1)[1], "--no-dashboard")]
         self.processes += [self._spawn(log_dir, f"worker{i}", "worker", self.address, "--nthreads", "1",

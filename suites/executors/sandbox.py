@@ -13,9 +13,15 @@ not work here is a SandboxError, and a forced weaker one warns once per process.
   sandbox directory, the one writable place. Nothing else of the host exists inside: not
   the data directory, not the store (``.ratchet``), not the suites' scorer sources, not
   the rest of /tmp. The network namespace has only a loopback no one listens on.
-- ``unshare-net``: ``unshare --net --pid``: no network and its own pid namespace, but
-  the host's file system. World-readable files are readable and world-writable
-  directories (/tmp) are writable; hidden data is protected only by file permissions.
+- ``unshare`` (util-linux, when bubblewrap is missing): ``unshare --mount --pid --fork
+  --mount-proc --net``: no network, its own pid namespace and ``/proc`` (no host command
+  lines), and its own mount namespace in which ``/tmp`` and ``/dev/shm`` are fresh
+  private tmpfs mounts (nothing written there reaches the host) and the project (the
+  suites' scorer sources and reference data), the shared folder beside it and a local
+  store (``$RATCHET_STORE``) are each covered by an empty tmpfs; the sandbox directory
+  and the interpreter's directories are bound back in (``_unshare_script``). Unlike
+  bwrap, the rest of the host's file system stays visible (read-only to the sandbox uid
+  where file permissions say so), so ``auto`` never picks it.
 - ``none``: a plain child: rlimits, the uid drop, the scrubbed environment and the
   process-group kill (as root, also a sweep of the child's uid). Without root, a
   grandchild that calls setsid() escapes the kill.
@@ -25,7 +31,8 @@ that no account uses) before any candidate code exists. RLIMIT_NPROC then applie
 kernel does not enforce it for root) and counts per sandbox, root-only files are
 unreadable, and two sandboxes cannot touch each other's files. Without root the
 candidate keeps the parent's uid: under bwrap the user namespace still counts processes
-per sandbox; under unshare-net and none the user's own files are readable.
+per sandbox; under unshare and none the user's own files outside the hidden folders
+are readable.
 """
 
 from __future__ import annotations
@@ -40,16 +47,19 @@ import signal
 import site
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from typing import IO, Literal
 
 from suites.executors.base import SandboxError
+from suites.executors.unshare import hidden_paths, outermost, under, unshare_script
 
-Isolation = Literal["bwrap", "unshare-net", "none"]
+Isolation = Literal["bwrap", "unshare", "none"]
 ISOLATION_ENV = "RATCHET_SANDBOX_ISOLATION"
-_NAMES: dict[str, Isolation] = {"bwrap": "bwrap", "unshare": "unshare-net", "unshare-net": "unshare-net", "none": "none"}
-_TOOLS = {"bwrap": "bwrap", "unshare-net": "unshare"}
+_NAMES: dict[str, Isolation] = {"bwrap": "bwrap", "unshare": "unshare", "unshare-net": "unshare", "none": "none"}
+_TOOLS = {"bwrap": "bwrap", "unshare": "unshare"}
+_SH = shutil.which("sh") or "/bin/sh"
 
 PYTHON_FLAGS = ("-s", "-S", "-P", "-B")
 """Not ``-I``: it would also ignore PYTHONHASHSEED. ``-s -P`` are its isolating half (no
@@ -74,8 +84,8 @@ def resolve_isolation(requested: str | None = None) -> Isolation:
         if problem is not None:
             raise SandboxError(
                 f"no bubblewrap sandbox here ({problem}): install it (apt-get install bubblewrap) to run candidate "
-                f"code contained, or set {ISOLATION_ENV}=unshare (no network, but the host's files, /tmp and /proc "
-                "stay visible) or none, knowingly"
+                f"code contained, or set {ISOLATION_ENV}=unshare (no network, private /tmp, /dev/shm and /proc, "
+                "the project and the store hidden, but the rest of the host's files visible) or none, knowingly"
             )
         return "bwrap"
     if name not in _NAMES:
@@ -93,9 +103,10 @@ def resolve_isolation(requested: str | None = None) -> Isolation:
 @functools.lru_cache(maxsize=None)
 def _warn_weaker(isolation: Isolation) -> None:
     """Once per process: the candidate runs with less than bubblewrap's containment."""
+    what = ("the host's world-readable files outside the project and the store" if isolation == "unshare"
+            else "the host's world-readable files, /tmp, /dev/shm and every process's command line")
     warnings.warn(f"sandbox isolation {isolation!r} (set by {ISOLATION_ENV} or the executor) is weaker than "
-                  "bubblewrap: candidate code can read the host's world-readable files and write /tmp",
-                  RuntimeWarning, stacklevel=3)
+                  f"bubblewrap: candidate code can read {what}", RuntimeWarning, stacklevel=3)
 
 
 @functools.lru_cache(maxsize=None)
@@ -109,11 +120,16 @@ def _probe(isolation: Isolation) -> str | None:
         package = "bubblewrap" if isolation == "bwrap" else "util-linux"
         return f"{_TOOLS[isolation]} is not on PATH (Debian package {package})"
     true = shutil.which("true") or "/bin/true"
-    argv = _namespace_argv(isolation, tool) + (["--ro-bind", "/", "/", true] if isolation == "bwrap" else [true])
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return f"`{' '.join(argv)}` did not finish within {_PROBE_TIMEOUT_S:g} s"
+    with tempfile.TemporaryDirectory(prefix="ratchet-probe-") as probe_dir:
+        if isolation == "bwrap":
+            argv = _namespace_argv(isolation, tool) + ["--ro-bind", "/", "/", true]
+        else:  # every mount the sandbox makes, around a throwaway sandbox directory
+            script = unshare_script(probe_dir, hidden_paths(), []) + " exit 0"
+            argv = _namespace_argv(isolation, tool) + [_SH, "-c", script]
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"`{' '.join(argv)}` did not finish within {_PROBE_TIMEOUT_S:g} s"
     if done.returncode != 0:
         return f"`{' '.join(argv)}` exited with {done.returncode}: {done.stderr.decode(errors='replace').strip()}"
     return None
@@ -127,7 +143,27 @@ def _namespace_argv(isolation: Isolation, tool: str) -> list[str]:
     if isolation == "bwrap":
         spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         return [tool, *(spaces if root else ["--unshare-all"]), "--die-with-parent", "--new-session"]
-    return [tool, *([] if root else ["--map-root-user"]), "--net", "--pid", "--fork", "--kill-child"]
+    return [tool, *([] if root else ["--map-root-user"]), "--mount", "--propagation", "private", "--pid", "--fork",
+            "--mount-proc", "--net", "--kill-child"]
+
+
+def _unshare_plan(python: _Python, sandbox_dir: str, script: list[str]) -> LaunchPlan:
+    """The ``unshare`` launch: the mount script, then the interpreter. As root, the
+    interpreter's folders outside the hidden ones are reached through descriptors (see
+    ``plan_launch``); those inside are bound back at their own paths."""
+    hidden = hidden_paths()
+    folders = [python.prefix, *python.site_dirs]
+    rebinds = outermost([p for p in folders if under(p, hidden)])
+    fds, paths = [], []
+    for path in folders:
+        if os.geteuid() == 0 and not under(path, hidden):
+            fds.append(os.open(path, os.O_PATH | os.O_DIRECTORY))
+            path = f"/proc/self/fd/{fds[-1]}"
+        paths.append(path)
+    init = unshare_script(sandbox_dir, hidden, rebinds) + ' exec "$@"'
+    argv = [*_namespace_argv("unshare", shutil.which("unshare") or "unshare"), _SH, "-c", init, "sh",
+            f"{paths[0]}/{python.executable}", *script]
+    return LaunchPlan(argv, paths[1:], fds)
 
 
 @dataclass(frozen=True)
@@ -202,12 +238,13 @@ def plan_launch(isolation: Isolation, sandbox_dir: str, results_fd: int) -> Laun
     if isolation == "bwrap":
         argv = _bwrap_argv(python, sandbox_dir)
         return LaunchPlan([*argv, "--", interpreter, *script], list(python.site_dirs))
-    prefix = [] if isolation == "none" else _namespace_argv(isolation, shutil.which("unshare") or "unshare")
+    if isolation == "unshare":
+        return _unshare_plan(python, sandbox_dir, script)
     if os.geteuid() != 0:
-        return LaunchPlan([*prefix, interpreter, *script], list(python.site_dirs))
+        return LaunchPlan([interpreter, *script], list(python.site_dirs))
     fds = [os.open(path, os.O_PATH | os.O_DIRECTORY) for path in (python.prefix, *python.site_dirs)]
     paths = [f"/proc/self/fd/{fd}" for fd in fds]
-    return LaunchPlan([*prefix, f"{paths[0]}/{python.executable}", *script], paths[1:], fds)
+    return LaunchPlan([f"{paths[0]}/{python.executable}", *script], paths[1:], fds)
 
 
 def _bwrap_argv(python: _Python, sandbox_dir: str) -> list[str]:
@@ -227,19 +264,10 @@ def _bwrap_argv(python: _Python, sandbox_dir: str) -> list[str]:
             argv += _parents(path, created) + ["--symlink", os.readlink(path), path]
         elif os.path.isfile(path):
             argv += _bind("--ro-bind", path, created)
-    for path in _outermost(["/usr", python.prefix, *python.site_dirs]):
+    for path in outermost(["/usr", python.prefix, *python.site_dirs]):
         argv += _bind("--ro-bind", path, created)
     argv += _bind("--bind", sandbox_dir, created)
     return argv + ["--chdir", sandbox_dir, "--remount-ro", "/"]
-
-
-def _outermost(paths: list[str]) -> list[str]:
-    """``paths`` without those inside another of them (already visible through it)."""
-    kept: list[str] = []
-    for path in sorted(set(paths), key=len):
-        if not any(path == outer or path.startswith(outer.rstrip("/") + "/") for outer in kept):
-            kept.append(path)
-    return kept
 
 
 def _parents(path: str, created: set[str]) -> list[str]:

@@ -6,7 +6,7 @@ imports are paid once per call, not once per case. Per child:
 - a fresh directory (cwd, HOME and TMPDIR) holding ``request.json`` (program, runner,
   entrypoint, payloads, limits), a copy of ``harness.py`` and the candidate's
   ``stdout.txt``/``stderr.txt``; deleted afterwards;
-- a scrubbed environment and the isolation of ``sandbox.py`` (bwrap, unshare-net or
+- a scrubbed environment and the isolation of ``sandbox.py`` (bwrap, unshare or
   none; reported in every result's ``extra["isolation"]``);
 - rlimits set by the harness before any candidate code runs: RLIMIT_AS = memory_mb,
   RLIMIT_NPROC = max_processes (counting the sandbox's own one or two helper processes;

@@ -24,7 +24,7 @@ from storage.uris import resolve_store
 from tasks.runtime.context import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
 from tasks.runtime.failpoints import fail_point
 from tasks.runtime.prefect_states import failure_reason, supersede_flow_runs, with_stage
-from tasks.runtime.retry import STAGE_OPTIONS
+from tasks.runtime.retry import STAGE_OPTIONS, with_retries
 from tasks.runtime.start import recorded_start, resolve_start
 
 PACKAGES = ("schemas", "storage", "kernels", "suites", "tasks", "flows", "cli")
@@ -124,13 +124,24 @@ def recorded_failure(ref: RunRef) -> Iterator[RunRef]:
         yield ref
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
-            finish_run.fn(ref, "failed", "interrupted (Ctrl-C or SIGINT)")  # the plain function: Prefect may be unwinding
+            record_failed(ref, "interrupted (Ctrl-C or SIGINT)", exc)
             raise
         failure = with_stage(ref.run_id, exc)
-        finish_run.fn(ref, "failed", failure_reason(failure))
+        record_failed(ref, failure_reason(failure), failure)
         if failure is exc:
             raise
         raise failure from exc
+
+
+def record_failed(ref: RunRef, reason: str, failure: BaseException) -> None:
+    """Record the run's `failed` event, retried after the stages' backoff delays when the
+    store fails transiently (the outage that failed the stage may still be on). If it
+    cannot be recorded even then, the run's own failure is what the run raises, with a
+    note of why its event is missing (`ratchet resume` continues it all the same)."""
+    try:
+        with_retries(lambda: finish_run.fn(ref, "failed", reason))  # the plain function: Prefect may be unwinding
+    except Exception as exc:
+        failure.add_note(f"the run's failed event could not be recorded: {type(exc).__name__}: {exc}")
 
 
 @contextmanager
@@ -177,7 +188,7 @@ def normalized_mean(suite: Suite, scores: Sequence[ScoreRow], candidate_id: str,
     return fmean(suite.normalized(m) for m in by_case.values()) if by_case else None
 
 
-@task(name="summarize")
+@task(name="summarize", **STAGE_OPTIONS)
 def champion_summary(ref: RunRef) -> dict[str, object]:
     """The run's final champion: candidate, select and holdout scores, evaluations used."""
     store, suite = store_for(ref.store_uri), run_suite(ref)

@@ -25,7 +25,7 @@ def sandbox_root() -> Iterator[str]:
     shutil.rmtree(root)
 
 
-@pytest.fixture(params=["bwrap", "unshare-net", "none"])
+@pytest.fixture(params=["bwrap", "unshare", "none"])
 def sandboxed(request, sandbox_root) -> Callable[..., SubprocessExecutor]:
     """Factory of subprocess executors forced to one isolation level, with short limits."""
 

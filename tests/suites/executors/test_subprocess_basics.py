@@ -146,10 +146,10 @@ def test_without_bwrap_auto_refuses_and_a_named_weaker_level_warns(path_without_
     sandbox._warn_weaker.cache_clear()
     with pytest.warns(RuntimeWarning, match="weaker than bubblewrap"):
         executor = SubprocessExecutor(SandboxConfig(timeout_s=2.0), tmp_root=sandbox_root)
-    assert executor.isolation == "unshare-net"
+    assert executor.isolation == "unshare"
     results = executor.run("def solve(x):\n    return x + 1\n", RUNNER, "solve", cases({"x": 1}, {"x": 2}))
     assert [(r.status, r.output) for r in results] == [("ok", 2), ("ok", 3)]
-    assert all(r.extra["isolation"] == "unshare-net" for r in results)
+    assert all(r.extra["isolation"] == "unshare" for r in results)
     with pytest.raises(SandboxError, match="bwrap is not on PATH"):
         SubprocessExecutor(isolation="bwrap")
 
