@@ -45,11 +45,26 @@ GREEDY = 1e-4
 evaluations of the same weights give the same outputs even at near-ties."""
 
 
+CPU_THREADS = 1
+"""Intra-op threads of CPU training and evaluation. Fixed, so a seed gives the same
+weights (and candidate ids) on any machine: a TinyLM warm start on 2 threads gave other
+weights than on 1, and on 2 shared cores it ran 6-11x slower (3.7-4.9 s vs 24-56 s CPU
+for 60 steps, measured here)."""
+
+
+def pin_cpu_threads() -> None:
+    """Train and evaluate on CPU_THREADS intra-op threads (see there)."""
+    if torch.get_num_threads() != CPU_THREADS:
+        torch.set_num_threads(CPU_THREADS)
+
+
 def device() -> torch.device:
-    """The current CUDA device when present (`cuda:0` on a worker given one GPU), else CPU;
-    indexed, so that `str(device())` names the device a `train_steps` row ran on."""
+    """The current CUDA device when present (`cuda:0` on a worker given one GPU), else CPU
+    (with its threads pinned); indexed, so that `str(device())` names the device a
+    `train_steps` row ran on."""
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
+    pin_cpu_threads()
     return torch.device("cpu")
 
 
@@ -78,6 +93,7 @@ class StepResult:
 def pretrain(categories: Sequence[str], steps: int, seed: int) -> TinyLM:
     """A student-sized TinyLM after `steps` supervised steps on plain train prompts of
     `categories` (deterministic in `seed`), in eval mode on CPU."""
+    pin_cpu_threads()
     sft = TeacherConfig(model=STUDENT_MODEL, categories=tuple(categories), context_prob=0.0, write_prob=0.0,
                         episode_prob=0.0, eval_per_category=0, eval_writes=0)
     model, _ = train_teacher(sft, steps, seed)

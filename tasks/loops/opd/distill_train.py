@@ -36,7 +36,7 @@ from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import CHAMPION, registry_name
 from tasks.training.placement import chunk_key, run_chunk
-from tasks.training.policy import device, make_optimizer
+from tasks.training.policy import device, make_optimizer, pin_cpu_threads
 from tasks.training.stages import accuracy, step_row
 
 TEACHER_NAME = "arith/teacher"
@@ -84,6 +84,7 @@ def train_teacher_once(ref: RunRef) -> str:
     if store.has_part("registry", part, "teacher", "final"):
         return store.read_part("registry", part, "teacher", "final")[0].candidate_id
     cfg = config.opd
+    pin_cpu_threads()
     model, metrics = train_teacher(teacher_config(cfg), cfg.teacher_steps, cfg.teacher_seed)
     blob = store.put_blob(to_bytes(model, {"step": cfg.teacher_steps}))
     suite = make_suite(config, config.suite)
@@ -116,6 +117,7 @@ def warm_start(store, cfg: DistillRunConfig, seed: int) -> str:
     part = warm_start_partition(cfg, seed)
     if store.has_part("candidates", part, "init", "policy"):
         return store.read_part("candidates", part, "init", "policy")[0].candidate_id
+    pin_cpu_threads()
     model, _ = train_teacher(student_config(cfg), cfg.pretrain_steps, seed)
     blob = store.put_blob(student_bytes(model, None, 0, {}))
     summary = f"supervised warm start, {cfg.pretrain_steps} steps, seed {seed}"
