@@ -34,6 +34,8 @@ def edited_harness(parent_id: str, parent_source: str, description: str, config:
     proposer = LLMProposer(config, task_description=description, entrypoint="harness")
     try:
         answer = proposer.propose([ParentInfo(parent_id, parent_source, None)], rng)
+        if answer.unusable is not None:
+            raise DiffError(answer.unusable)
         document = literal_document(answer.source)
         parse_harness(document)
     except (DiffError, ValueError, HarnessError) as exc:  # HarnessError is a ValueError; named for the reader
