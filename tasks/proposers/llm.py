@@ -51,6 +51,7 @@ __all__ = [
     "parse_diff_blocks",
     "program_from_response",
     "ChatAnswer",
+    "cost_note",
     "chat_completion",
     "render_user_prompt",
 ]
@@ -131,6 +132,20 @@ def _answer(raw: bytes, url: str) -> ChatAnswer:
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def cost_note(proposal: Proposal, answer_uri: str | None) -> str:
+    """The suffix of an LLM-written candidate's summary (``| tokens_in=N tokens_out=N
+    latency_s=S answer=URI``, blanks where unknown); "" when there was no call."""
+    if answer_uri is None:
+        return ""
+    latency = "" if proposal.latency_s is None else f"{proposal.latency_s:.2f}"
+    return (f" | tokens_in={_or_blank(proposal.tokens_in)} tokens_out={_or_blank(proposal.tokens_out)} "
+            f"latency_s={latency} answer={answer_uri}")
+
+
+def _or_blank(value: int | None) -> str:
+    return "" if value is None else str(value)
 
 
 def _bullets(lines: Sequence[str]) -> str:

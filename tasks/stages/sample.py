@@ -24,7 +24,7 @@ from schemas.rows import CandidateRow, DistillateRow
 from tasks.gate.stage import completed_rounds
 from tasks.proposers import make_proposer
 from tasks.proposers.base import FailureMemoryItem, ParentInfo, Proposal, Proposer
-from tasks.proposers.llm import ANSWER_KIND
+from tasks.proposers.llm import ANSWER_KIND, cost_note
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -134,19 +134,6 @@ def task_description(suite) -> str:
     """What the LLM's prompt says the task is: the suite's one-line account of itself."""
     doc = (type(suite).__doc__ or "").strip().split("\n")[0]
     return f"{doc} The candidate is {suite.candidate}; its score is {suite.primary_metric} (higher is better)."
-
-
-def cost_note(proposal: Proposal, answer_uri: str | None) -> str:
-    """The suffix of an LLM-written candidate's summary; "" for other proposers."""
-    if answer_uri is None:
-        return ""
-    latency = "" if proposal.latency_s is None else f"{proposal.latency_s:.2f}"
-    return (f" | tokens_in={_or_blank(proposal.tokens_in)} tokens_out={_or_blank(proposal.tokens_out)} "
-            f"latency_s={latency} answer={answer_uri}")
-
-
-def _or_blank(value: int | None) -> str:
-    return "" if value is None else str(value)
 
 
 def _propose_rows(ref, config, metric, kind, round_index, n_children) -> list[CandidateRow]:

@@ -44,3 +44,22 @@ def test_an_endpoint_that_is_gone_is_recorded_and_the_run_finishes(prefect_serve
     assert max(store.read_rows("runs", "run-gone"), key=lambda r: r.event_at).status == "finished"
     (count,) = sql(store, "SELECT count(*) AS n FROM candidates WHERE artifact_kind = 'llm_answer'").to_pylist()
     assert count["n"] == 4
+
+
+def test_self_healing_records_each_unanswered_round_and_goes_on(prefect_server, tmp_path, monkeypatch):
+    from flows.self_healing import self_healing
+
+    monkeypatch.setenv("RATCHET_LLM_BASE_URL", f"http://127.0.0.1:{closed_port()}/v1")
+    monkeypatch.setenv("RATCHET_LLM_MODEL", "gone-model")
+    config = RunConfig(loop="self_healing", suite="toolsim", budget=2, seed=0, workers=1, tracking=False,
+                       proposer="llm", suite_params={"instances_per_template": 10})
+    self_healing(config=config, store_uri=str(tmp_path), run_id="heal-gone")
+    store = open_store(str(tmp_path))
+    unusable = sorted((c for c in store.read_rows("candidates", "heal-gone") if c.artifact_kind == "llm_answer"),
+                      key=lambda c: c.round)
+    assert [(c.round, c.operator, c.proposer) for c in unusable] == [(1, "llm_unusable", "llm"), (2, "llm_unusable", "llm")]
+    for c in unusable:
+        record = json.loads(store.get_blob(c.candidate_id))
+        assert record["reason"].startswith("the llm's answer is not a valid harness: no answer: could not get an answer")
+        assert record["answer"] == "" and " | tokens_in= tokens_out= latency_s=" in c.summary
+    assert max(store.read_rows("runs", "heal-gone"), key=lambda r: r.event_at).status == "finished"
