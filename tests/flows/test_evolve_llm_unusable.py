@@ -6,6 +6,10 @@ import json
 import socket
 
 import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from cli.views import SHOW_QUERIES
 
 from flows.evolve import evolve
 from schemas.configs import EvolveConfig, RunConfig
@@ -44,6 +48,11 @@ def test_an_endpoint_that_is_gone_is_recorded_and_the_run_finishes(prefect_serve
     assert max(store.read_rows("runs", "run-gone"), key=lambda r: r.event_at).status == "finished"
     (count,) = sql(store, "SELECT count(*) AS n FROM candidates WHERE artifact_kind = 'llm_answer'").to_pylist()
     assert count["n"] == 4
+    shown = CliRunner().invoke(app, ["show", "run-gone", "--store", str(tmp_path)], terminal_width=200)
+    assert shown.exit_code == 0, shown.output
+    assert "parse_apply_rate" in shown.output
+    (row,) = sql(store, SHOW_QUERIES["llm"].replace("$run", "'run-gone'")).to_pylist()
+    assert (row["llm_calls"], row["usable"], row["parse_apply_rate"], row["tokens_in"]) == (4, 0, 0.0, None)
 
 
 def test_self_healing_records_each_unanswered_round_and_goes_on(prefect_server, tmp_path, monkeypatch):

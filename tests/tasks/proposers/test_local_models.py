@@ -59,5 +59,7 @@ def test_names_and_paths_resolve_or_say_what_to_do(tmp_path):
     assert resolve_model_file(str(own), tmp_path) == own
     with pytest.raises(ValueError, match="or a path to a .gguf file"):
         resolve_model_file(str(tmp_path / "missing.gguf"), tmp_path)
-    assert cache_dir({"RATCHET_CACHE_DIR": str(tmp_path)}) == tmp_path
+    assert cache_dir({"RATCHET_MODEL_DIR": str(tmp_path), "RATCHET_CACHE_DIR": "/elsewhere"}) == tmp_path
+    assert cache_dir({"RATCHET_CACHE_DIR": str(tmp_path)}) == tmp_path / "models"
+    assert cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "ratchet" / "models"
     assert str(cache_dir({})).endswith(".cache/ratchet/models")

@@ -1,0 +1,42 @@
+"""One real llama.cpp server on the pinned 0.5B model for the whole `llm` run (`make
+test-llm`: the [llm] extra installed and the model fetched). The tests here are marked
+`llm` and left out of `make test`. tests/conftest.py points RATCHET_CACHE_DIR at a
+temporary folder, so the model is looked for where `make llm` put it too."""
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from tasks.proposers import llama_server
+from tasks.proposers.local_models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model_file
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def model_dir() -> Path:
+    """The first of the test environment's model folder and the user's own that holds the model."""
+    folders = [cache_dir(), cache_dir({k: v for k, v in os.environ.items() if k != "RATCHET_CACHE_DIR"})]
+    return next((f for f in folders if (f / MODELS[DEFAULT_MODEL].filename).exists()), folders[0])
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """The served model; its exports are set for the session and removed afterwards."""
+    try:
+        import llama_cpp  # noqa: F401
+        model_file = resolve_model_file(DEFAULT_MODEL, model_dir())
+    except (ImportError, ValueError) as exc:
+        pytest.fail(f"the llm tests need `make llm` first: {exc}")
+    log = tmp_path_factory.mktemp("llm") / "server.log"
+    process, serving = llama_server.start(Path(model_file), port=free_port(), log=log)
+    saved = {k: os.environ.get(k) for k in ("RATCHET_LLM_BASE_URL", "RATCHET_LLM_MODEL")}
+    os.environ.update(RATCHET_LLM_BASE_URL=serving.base_url, RATCHET_LLM_MODEL=serving.model)
+    yield serving
+    llama_server.stop(process)
+    for key, value in saved.items():
+        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
