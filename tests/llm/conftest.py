@@ -12,6 +12,7 @@ import pytest
 from tasks.proposers import llama_server
 from tasks.proposers.local_models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model_file
 
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -24,6 +25,21 @@ def model_dir() -> Path:
     return next((f for f in folders if (f / MODELS[DEFAULT_MODEL].filename).exists()), folders[0])
 
 
+class SessionServer:
+    """The session's server; a test may stop it (a server that goes away) and start it
+    again on the same port, so the exported URL stays right."""
+
+    def __init__(self, model_file: Path, log: Path) -> None:
+        self.model_file, self.log, self.port = model_file, log, free_port()
+        self.start()
+
+    def start(self) -> None:
+        self.process, self.served = llama_server.start(self.model_file, port=self.port, log=self.log)
+
+    def stop(self) -> None:
+        llama_server.stop(self.process)
+
+
 @pytest.fixture(scope="session")
 def served(tmp_path_factory):
     """The served model; its exports are set for the session and removed afterwards."""
@@ -32,11 +48,10 @@ def served(tmp_path_factory):
         model_file = resolve_model_file(DEFAULT_MODEL, model_dir())
     except (ImportError, ValueError) as exc:
         pytest.fail(f"the llm tests need `make llm` first: {exc}")
-    log = tmp_path_factory.mktemp("llm") / "server.log"
-    process, serving = llama_server.start(Path(model_file), port=free_port(), log=log)
+    server = SessionServer(Path(model_file), tmp_path_factory.mktemp("llm") / "server.log")
     saved = {k: os.environ.get(k) for k in ("RATCHET_LLM_BASE_URL", "RATCHET_LLM_MODEL")}
-    os.environ.update(RATCHET_LLM_BASE_URL=serving.base_url, RATCHET_LLM_MODEL=serving.model)
-    yield serving
-    llama_server.stop(process)
+    os.environ.update(RATCHET_LLM_BASE_URL=server.served.base_url, RATCHET_LLM_MODEL=server.served.model)
+    yield server
+    server.stop()
     for key, value in saved.items():
         os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)

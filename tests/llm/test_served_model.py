@@ -1,12 +1,16 @@
 """Every `llm` path this branch covers, against the real served 0.5B model: evolve and
-self_healing two rounds end to end, a cut-off answer and a timeout recorded. What the model
+self_healing two rounds end to end, a cut-off answer, a timeout and a server that goes
+away mid-run recorded. What the model
 answers is whatever it answers; the tests check that each answer is recorded with its
 cost and its raw text, and that the loop goes on."""
 
 import json
 import random
 import re
+import threading
+import time
 
+import psutil
 import pytest
 
 from schemas.configs import EvolveConfig, RunConfig
@@ -81,16 +85,49 @@ def parent() -> ParentInfo:
 
 
 def test_an_answer_cut_off_at_max_tokens_is_recorded(served):
-    proposal = proposer(llm_max_tokens=8).propose([parent()], random.Random(0))
-    assert proposal.operator == "llm_unusable" and proposal.tokens_out <= 8 and proposal.tokens_in > 50
+    proposal = proposer(llm_max_tokens=16).propose([parent()], random.Random(0))
+    assert proposal.operator == "llm_unusable" and proposal.tokens_out <= 16 and proposal.tokens_in > 50
     assert json.loads(proposal.source)["answer"] == proposal.answer != ""
-    if proposal.tokens_out == 8:
-        assert proposal.unusable.endswith("(cut off at max_tokens=8)")
+    if proposal.tokens_out == 16:
+        assert proposal.unusable.endswith("(cut off at max_tokens=16)")
 
 
 def test_a_call_past_its_timeout_is_recorded(served):
-    proposal = proposer(llm_max_tokens=8, llm_timeout_s=0.5).propose([parent()], random.Random(1))
+    proposal = proposer(llm_max_tokens=16, llm_timeout_s=0.5).propose([parent()], random.Random(1))
     assert proposal.operator == "llm_unusable"
     assert re.match(r"no answer: could not get an answer from http://127\.0\.0\.1:\d+/v1/chat/completions: .*timed out",
                     proposal.unusable), proposal.unusable
     assert 0.5 <= proposal.latency_s < 5
+
+
+def stop_when_a_call_is_in_flight(server, done: threading.Event) -> None:
+    """Stop the server once a client holds an open connection to it (a call in flight)."""
+    process = psutil.Process(server.process.pid)
+    while not done.is_set():
+        if any(c.status == psutil.CONN_ESTABLISHED for c in process.net_connections(kind="tcp")):
+            server.stop()
+            return
+        time.sleep(0.2)
+
+
+def test_a_server_that_goes_away_mid_run_is_recorded_and_the_run_finishes(prefect_server, served, tmp_path):
+    from flows.evolve import evolve
+
+    done = threading.Event()
+    watcher = threading.Thread(target=stop_when_a_call_is_in_flight, args=(served, done), daemon=True)
+    watcher.start()
+    config = RunConfig(loop="evolve", suite="bin_packing", budget=2, seed=0, workers=1, tracking=False,
+                       proposer="llm", evolve=EvolveConfig(children_per_round=1, islands=1, llm_max_tokens=MAX_TOKENS))
+    try:
+        evolve(config=config, store_uri=str(tmp_path), run_id="llm-gone")
+    finally:
+        done.set()
+        watcher.join()
+        if served.process.poll() is not None:
+            served.start()
+    store = open_store(str(tmp_path))
+    written = sorted((c for c in store.read_rows("candidates", "llm-gone") if c.proposer == "llm"), key=lambda c: c.round)
+    assert [(c.round, c.operator) for c in written] == [(1, "llm_unusable"), (2, "llm_unusable")]
+    reasons = [json.loads(store.get_blob(c.candidate_id))["reason"] for c in written]
+    assert all(r.startswith("no answer: could not get an answer from http://127.0.0.1:") for r in reasons), reasons
+    assert max(store.read_rows("runs", "llm-gone"), key=lambda r: r.event_at).status == "finished"
