@@ -132,7 +132,7 @@ class Sources(dict):
 
 def task_description(suite) -> str:
     """What the LLM's prompt says the task is: the suite's one-line account of itself."""
-    doc = (type(suite).__doc__ or "").strip().split("\n")[0]
+    doc = (type(suite).__doc__ or "").strip().split("\n")[0].replace("``", "`")
     return f"{doc} The candidate is {suite.candidate}; its score is {suite.primary_metric} (higher is better)."
 
 

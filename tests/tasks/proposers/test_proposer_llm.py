@@ -22,7 +22,8 @@ from tasks.proposers.base import (
     TerminalProposerError,
     TransientProposerError,
 )
-from tasks.proposers.llm import UNAVAILABLE, LLMProposer, chat_completion, load_prompt
+from tasks.proposers.base import Proposal
+from tasks.proposers.llm import UNAVAILABLE, LLMProposer, chat_completion, cost_note, load_prompt
 
 PROGRAM = """import numpy as np
 
@@ -245,3 +246,21 @@ def test_prompt_templates_ship_with_known_placeholders_only():
         "parent_errors",
         "failure_memory",
     }
+
+
+def test_cost_note_names_the_call_and_its_answer():
+    call = Proposal("x = 2\n", "llm_diff", ("a",), "llm", "s", answer="A", tokens_in=212, tokens_out=37, latency_s=41.234)
+    assert cost_note(call, "file:///s/blobs/ab") == " | tokens_in=212 tokens_out=37 latency_s=41.23 answer=file:///s/blobs/ab"
+    unanswered = Proposal("{}", "llm_unusable", ("a",), "llm", "s", unusable="no answer", answer="", latency_s=0.5)
+    assert cost_note(unanswered, "u") == " | tokens_in= tokens_out= latency_s=0.50 answer=u"
+    assert cost_note(Proposal("x = 2\n", "constant", ("a",), "mutate", "s"), None) == ""
+
+
+def test_the_prompt_names_the_suites_task():
+    from suites.registry import get_suite
+    from tasks.stages.sample import task_description
+
+    assert task_description(get_suite("circle_packing")) == (
+        "Sum of radii of `n` circles in the unit square. The candidate is a Python `construct_packing()` "
+        "returning centres and radii; its score is sum_radii (higher is better)."
+    )
