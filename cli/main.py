@@ -226,6 +226,15 @@ def suites() -> None:
     print_suites(console)
 
 
+def _register_llm() -> None:
+    from cli.llm import app as llm_app
+
+    app.add_typer(llm_app, name="llm")
+
+
+_register_llm()
+
+
 def main() -> None:
     app()
 

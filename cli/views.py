@@ -89,6 +89,12 @@ SHOW_QUERIES = {
                   "FROM executions WHERE run_id = $run GROUP BY ALL ORDER BY ALL",
     "gate": "SELECT c.operator, g.decision, count(*) AS n FROM gate_decisions g JOIN candidates c "
             "USING (run_id, candidate_id) WHERE run_id = $run GROUP BY ALL ORDER BY ALL",
+    "llm": "SELECT count(*) AS llm_calls, count(*) FILTER (WHERE artifact_kind <> 'llm_answer') AS usable, "
+           "round(usable / llm_calls, 3) AS parse_apply_rate, "
+           "sum(TRY_CAST(regexp_extract(summary, 'tokens_in=([0-9]+)', 1) AS BIGINT)) AS tokens_in, "
+           "sum(TRY_CAST(regexp_extract(summary, 'tokens_out=([0-9]+)', 1) AS BIGINT)) AS tokens_out, "
+           "round(avg(TRY_CAST(regexp_extract(summary, 'latency_s=([0-9.]+)', 1) AS DOUBLE)), 2) AS mean_call_s "
+           "FROM candidates WHERE run_id = $run AND proposer = 'llm' HAVING count(*) > 0",
     "nodes": "SELECT round AS node, substr(node_id, 1, 12) AS node_id, accepted, composite, public_composite, "
              "best_so_far FROM nodes WHERE run_id = $run ORDER BY round",
 }

@@ -30,7 +30,7 @@ from prefect import flow
 from prefect.transactions import transaction
 
 from schemas.loops import SelfHealingRun
-from tasks.loops.self_healing.heal import detect, heal, notice, plant
+from tasks.loops.self_healing.heal import SKIPPED, detect, heal, notice, plant
 from tasks.loops.self_healing.heal_gate import heal_summary, register_rule, replay, validate
 from tasks.loops.self_healing.heal_guard import guard_is_due, library_guard
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
@@ -58,6 +58,8 @@ def self_healing(config: SelfHealingRun, store_uri: str | None = None, run_id: s
             candidate = heal(ref, round_index, champion)
             if candidate is None:
                 break
+            if candidate == SKIPPED:  # the llm's answer gave no rule: recorded, and the next round asks again
+                continue
             replay(ref, round_index, candidate, champion)
             with transaction():
                 validate(ref, round_index, candidate)

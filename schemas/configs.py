@@ -117,6 +117,10 @@ class EvolveConfig(Config):
     """Occurrences before an (operator, error kind) pair enters the failure memory."""
     gate_min_delta: float = Field(1e-9, ge=0.0)
     """A child must beat the champion's select mean by more than this to be accepted."""
+    llm_max_tokens: int = Field(1024, ge=16, le=32768)
+    """llm proposer: the most tokens one answer may have (``max_tokens`` of the request)."""
+    llm_timeout_s: float = Field(600.0, gt=0)
+    """llm proposer: seconds one call may take; past it the child is recorded as unusable."""
 
 
 class RunConfig(Config):

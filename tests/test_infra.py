@@ -54,6 +54,18 @@ def test_nightly_program_and_harness_searches_continue_from_the_champion():
             assert config.start_from == "champion", deployment["name"]
 
 
+def test_the_llm_service_serves_a_pinned_model_only_when_asked_for():
+    from tasks.proposers.local_models import MODELS
+
+    llm = yaml.safe_load((INFRA / "docker-compose.yml").read_text())["services"]["llm"]
+    assert llm["profiles"] == ["llm"] and llm["ports"] == ["8000:8000"]
+    assert llm["build"]["dockerfile"] == "infra/Dockerfile.llm"
+    default = llm["build"]["args"]["MODEL"].split(":-")[1].rstrip("}")
+    assert default == "qwen2.5-coder-0.5b" and default in MODELS
+    recipe = (INFRA / "Dockerfile.llm").read_text()
+    assert "'.[llm]'" in recipe and 'ratchet llm fetch "${MODEL}"' in recipe and "--host 0.0.0.0 --port 8000" in recipe
+
+
 def test_compose_validates_and_routes_training_to_the_gpu_worker():
     services = yaml.safe_load((INFRA / "docker-compose.yml").read_text())["services"]
     assert "--resources GPU=1" in services["dask-worker-gpu"]["command"]

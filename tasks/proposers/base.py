@@ -49,6 +49,18 @@ class Proposal:
     """"mutate" or "llm": which proposer made the child, recorded with every candidate."""
     summary: str
     """A human-readable account of the edits, e.g. "constant: 0.35 -> 0.41 in f (line 12)"."""
+    unusable: str | None = None
+    """Why a model's answer yields no program to evaluate (an edit that does not apply, a
+    timeout, an HTTP error); None for a child worth evaluating. An unusable proposal is
+    recorded, never executed: ``source`` then holds the answer's record, not a program."""
+    answer: str | None = None
+    """The model's raw answer text (LLM proposals only), stored as a blob with the candidate."""
+    tokens_in: int | None = None
+    """Prompt tokens of the call, as the endpoint's ``usage`` reported them."""
+    tokens_out: int | None = None
+    """Completion tokens of the call."""
+    latency_s: float | None = None
+    """Wall seconds of the call."""
 
 
 class Proposer(Protocol):

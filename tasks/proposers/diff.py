@@ -29,7 +29,7 @@ BLOCK = re.compile(
     r"^<{7} SEARCH[ \t]*\n(.*?)^={7}[ \t]*\n(.*?)^>{7} REPLACE[ \t]*$", re.MULTILINE | re.DOTALL
 )
 SEARCH_MARKER = re.compile(r"^<{7} SEARCH[ \t]*$", re.MULTILINE)
-FENCE = re.compile(r"^```(?:python|py|python3)?[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+FENCE = re.compile(r"^```(python|py|python3)?[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 class DiffError(ProposerError):
@@ -96,14 +96,20 @@ def apply_diff_blocks(source: str, blocks: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + ("\n" if trailing else "")
 
 
-def fenced_program(text: str) -> str | None:
-    """The longest ```python (or bare ```) fenced block, taken as a whole program; the
-    longest because answers often show short snippets before the full program."""
-    bodies = FENCE.findall(_lf(text))
+def _defines(body: str, entrypoint: str) -> bool:
+    return re.search(rf"^def {re.escape(entrypoint)}\s*\(", body, re.MULTILINE) is not None
+
+
+def fenced_program(text: str, entrypoint: str = "") -> str | None:
+    """The longest fenced block that is a whole program: one that defines ``entrypoint``
+    at top level, or, when no entrypoint is known, one tagged ```python. A bare fence or a
+    snippet (an example, a changed line) is never taken as the program."""
+    bodies = [body for tag, body in FENCE.findall(_lf(text))
+              if (_defines(body, entrypoint) if entrypoint else bool(tag))]
     return max(bodies, key=len) if bodies else None
 
 
-def program_from_response(source: str, text: str) -> tuple[str, str]:
+def program_from_response(source: str, text: str, entrypoint: str = "") -> tuple[str, str]:
     """(child source, "diff" | "rewrite") from a model's answer to an edit request on
     ``source`` (a parsing program). Diff blocks win over a fence, since diff blocks are
     often fenced too. A child that does not parse, or that is the same program, is an
@@ -112,9 +118,10 @@ def program_from_response(source: str, text: str) -> tuple[str, str]:
     if blocks:
         child, mode = apply_diff_blocks(source, blocks), "diff"
     else:
-        program = fenced_program(text)
+        program = fenced_program(text, entrypoint)
         if program is None:
-            raise DiffError("the answer has neither SEARCH/REPLACE blocks nor a ```python fenced program")
+            whole = f"defining {entrypoint}()" if entrypoint else "in a ```python fence"
+            raise DiffError(f"the answer has neither SEARCH/REPLACE blocks nor a whole program {whole}")
         child, mode = program, "rewrite"
     try:
         tree = ast.parse(child)

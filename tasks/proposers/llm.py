@@ -7,8 +7,10 @@ when the endpoint wants one, ``RATCHET_LLM_API_KEY`` (sent as a bearer token). H
 the standard library, so the proposer adds no dependency. Errors are split for the
 caller's retry policy: 408, 429, 5xx, connection failures and timeouts raise
 ``TransientProposerError``; other HTTP errors and malformed responses raise
-``TerminalProposerError``; an answer that does not yield a parsing program raises
-``DiffError``.
+``TerminalProposerError``. ``LLMProposer.propose`` turns both, and an answer that
+yields no new parsing program (``DiffError``), into an *unusable* proposal: a recorded
+candidate that is never executed, so one bad answer never fails the round. Tokens (the
+endpoint's ``usage``) and latency of every call travel with the proposal.
 
 Prompts are data files under ``prompts/`` (``string.Template`` syntax). Only the first
 parent is shown to the model; the child's ``parent_ids`` says so. The rng supplies the
@@ -22,10 +24,12 @@ import json
 import os
 import random
 import string
+import time
 import urllib.error
 import urllib.request
 from collections import Counter
 from importlib.resources import files
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from schemas.configs import EvolveConfig
@@ -46,6 +50,8 @@ __all__ = [
     "apply_diff_blocks",
     "parse_diff_blocks",
     "program_from_response",
+    "ChatAnswer",
+    "cost_note",
     "chat_completion",
     "render_user_prompt",
 ]
@@ -58,11 +64,24 @@ UNAVAILABLE = (
     "set them to an OpenAI-compatible endpoint, or use --proposer mutate"
 )
 TRANSIENT_STATUS = frozenset({408, 429})
+UNUSABLE = "llm_unusable"
+"""The operator of a candidate whose answer gave no program; its artifact kind is ``llm_answer``."""
+ANSWER_KIND = "llm_answer"
 
 
 def load_prompt(name: str) -> str:
     """A packaged prompt file from ``tasks/proposers/prompts/``."""
     return files("tasks.proposers").joinpath("prompts", name).read_text("utf-8")
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """The first choice of a chat completion and what it cost."""
+
+    text: str
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    finish_reason: str | None = None
 
 
 def chat_completion(
@@ -71,7 +90,7 @@ def chat_completion(
     *,
     api_key: str | None,
     timeout_s: float,
-) -> str:
+) -> ChatAnswer:
     """POST ``body`` to ``{base_url}/chat/completions``; the first choice's message text."""
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -90,13 +109,14 @@ def chat_completion(
     except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as error:
         reason = getattr(error, "reason", error)
         raise TransientProposerError(f"could not get an answer from {url}: {reason}") from error
-    return _message_text(raw, url)
+    return _answer(raw, url)
 
 
-def _message_text(raw: bytes, url: str) -> str:
+def _answer(raw: bytes, url: str) -> ChatAnswer:
     try:
         payload = json.loads(raw)
-        content = payload["choices"][0]["message"]["content"]
+        choice = payload["choices"][0]
+        content = choice["message"]["content"]
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise TerminalProposerError(f"{url} answered with something that is not JSON: {raw[:200]!r}") from error
     except (KeyError, IndexError, TypeError) as error:
@@ -105,11 +125,31 @@ def _message_text(raw: bytes, url: str) -> str:
         ) from error
     if not isinstance(content, str):
         raise TerminalProposerError(f"{url} answered a non-text message content: {content!r}")
-    return content
+    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    return ChatAnswer(content, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
+                      choice.get("finish_reason") if isinstance(choice, dict) else None)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def cost_note(proposal: Proposal, answer_uri: str | None) -> str:
+    """The suffix of an LLM-written candidate's summary (``| tokens_in=N tokens_out=N
+    latency_s=S answer=URI``, blanks where unknown); "" when there was no call."""
+    if answer_uri is None:
+        return ""
+    latency = "" if proposal.latency_s is None else f"{proposal.latency_s:.2f}"
+    return (f" | tokens_in={_or_blank(proposal.tokens_in)} tokens_out={_or_blank(proposal.tokens_out)} "
+            f"latency_s={latency} answer={answer_uri}")
+
+
+def _or_blank(value: int | None) -> str:
+    return "" if value is None else str(value)
 
 
 def _bullets(lines: Sequence[str]) -> str:
-    return "\n".join(f"- {line}" for line in lines) if lines else "(none)"
+    return "; ".join(lines) if lines else "none"
 
 
 def render_user_prompt(
@@ -122,8 +162,8 @@ def render_user_prompt(
     """The user message for one parent; every placeholder must be filled."""
     errors = Counter(parent.errors)
     return template.substitute(
-        task_description=task_description or "(no description given)",
-        entrypoint=entrypoint or "(the entrypoint named in the task)",
+        task_description=task_description or "Improve the program.",
+        entrypoint=entrypoint or "the same functions",
         parent_score="not scored yet" if parent.score is None else f"{parent.score:.6g}",
         parent_source=parent.source.rstrip("\n"),
         parent_errors=_bullets([f"{kind} ({count}x)" for kind, count in errors.items()]),
@@ -156,7 +196,6 @@ class LLMProposer:
         task_description: str = "",
         entrypoint: str = "",
         env: Mapping[str, str] | None = None,
-        timeout_s: float = 120.0,
         temperature: float = 0.8,
     ) -> None:
         env = os.environ if env is None else env
@@ -166,7 +205,8 @@ class LLMProposer:
         self.base_url = env.get(ENV_BASE_URL) or None
         self.model = env.get(ENV_MODEL) or None
         self.api_key = env.get(ENV_API_KEY) or None
-        self.timeout_s = timeout_s
+        self.timeout_s = config.llm_timeout_s
+        self.max_tokens = config.llm_max_tokens
         self.temperature = temperature
         self.system_prompt = load_prompt("system.txt")
         self.user_template = string.Template(load_prompt("evolve_user.txt"))
@@ -182,7 +222,8 @@ class LLMProposer:
         rng: random.Random,
         failure_memory: Sequence[FailureMemoryItem] = (),
     ) -> Proposal:
-        """One edit of ``parents[0]``; transient endpoint errors are for the caller to retry."""
+        """One edit of ``parents[0]``, or an unusable proposal that says why the model's
+        answer (or the lack of one) gives none."""
         if self.base_url is None or self.model is None:
             raise ProposerUnavailable(UNAVAILABLE)
         if not parents:
@@ -194,14 +235,33 @@ class LLMProposer:
             "model": self.model,
             "messages": [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}],
             "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
             "seed": rng.randrange(2**31),
         }
-        answer = chat_completion(self.base_url, body, api_key=self.api_key, timeout_s=self.timeout_s)
-        child, mode = program_from_response(parent.source, answer)
+        started = time.monotonic()
+        try:
+            reply = chat_completion(self.base_url, body, api_key=self.api_key, timeout_s=self.timeout_s)
+        except (TransientProposerError, TerminalProposerError) as error:
+            return self._unusable(parent, body["seed"], f"no answer: {error}", ChatAnswer(""), started)
+        try:
+            child, mode = program_from_response(parent.source, reply.text, self.entrypoint)
+        except DiffError as error:
+            cut = f" (cut off at max_tokens={self.max_tokens})" if reply.finish_reason == "length" else ""
+            return self._unusable(parent, body["seed"], f"{error}{cut}", reply, started)
         return Proposal(
-            source=child,
-            operator=f"llm_{mode}",
-            parent_ids=(parent.candidate_id,),
-            proposer=self.name,
-            summary=f"llm_{mode} by {self.model}: {_explanation(answer)}",
+            source=child, operator=f"llm_{mode}", parent_ids=(parent.candidate_id,), proposer=self.name,
+            summary=f"llm_{mode} by {self.model}: {_explanation(reply.text)}", answer=reply.text,
+            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=time.monotonic() - started,
+        )
+
+    def _unusable(self, parent: ParentInfo, seed: int, reason: str, reply: ChatAnswer, started: float) -> Proposal:
+        """The record of an answer that gives no program: the parent, the request's seed
+        (so two failed calls never share a content id), the reason and the raw answer."""
+        record = {"parent_id": parent.candidate_id, "model": self.model, "seed": seed, "reason": reason,
+                  "answer": reply.text}
+        return Proposal(
+            source=json.dumps(record, indent=1), operator=UNUSABLE, parent_ids=(parent.candidate_id,),
+            proposer=self.name, summary=f"{UNUSABLE} by {self.model}: {reason[:300]}", unusable=reason,
+            answer=reply.text, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
+            latency_s=time.monotonic() - started,
         )

@@ -2,7 +2,14 @@
 
 Parents come from island pools by tournament; a child is a mutation of one parent or,
 with probability `crossover_rate`, a crossover of two. The RNG stream is derived from
-(run seed, round), so a resumed run proposes exactly the candidates it would have."""
+(run seed, round), so a resumed run proposes exactly the candidates it would have.
+
+An LLM answer that gives no program (an edit that does not apply, a timeout, an HTTP
+error) is a recorded candidate of kind ``llm_answer`` in its own part (``r0001-unusable``),
+never executed: the round goes on with the other children, and the readers of the round's
+part (execute, the archive, distill) see only programs. Every LLM-written candidate's
+summary ends with its call's cost and the blob of the raw answer:
+``| tokens_in=N tokens_out=N latency_s=S answer=URI``."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from schemas.rows import CandidateRow, DistillateRow
 from tasks.gate.stage import completed_rounds
 from tasks.proposers import make_proposer
 from tasks.proposers.base import FailureMemoryItem, ParentInfo, Proposal, Proposer
+from tasks.proposers.llm import ANSWER_KIND, cost_note
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -72,7 +80,7 @@ def propose_children(
             if len(pool) > 1 and rng.random() < config.crossover_rate:
                 parents.append(tournament(pool, rng, config.tournament_size))
             proposal = proposer.propose([_parent_info(p, sources) for p in parents], rng, memory)
-            if content_id(proposal.source) not in seen:
+            if proposal.unusable is not None or content_id(proposal.source) not in seen:
                 seen.add(content_id(proposal.source))
                 children.append((proposal, island))
                 break
@@ -101,6 +109,10 @@ def sample(ref: RunRef, round_index: int, n_children: int) -> list[str]:
         rows = [_seed_row(ref, store.blob_uri(blob), blob, suite.artifact_kind, summary)]
     else:
         rows = _propose_rows(ref, config, suite.primary_metric, suite.artifact_kind, round_index, n_children)
+        unusable = [r for r in rows if r.artifact_kind == ANSWER_KIND]
+        if unusable:
+            store.write_part("candidates", ref.run_id, "sample", f"{key}-unusable", unusable)
+        rows = [r for r in rows if r.artifact_kind != ANSWER_KIND]
     store.write_part("candidates", ref.run_id, "sample", key, rows)
     return [r.candidate_id for r in rows]
 
@@ -118,6 +130,12 @@ class Sources(dict):
         return source
 
 
+def task_description(suite) -> str:
+    """What the LLM's prompt says the task is: the suite's one-line account of itself."""
+    doc = (type(suite).__doc__ or "").strip().split("\n")[0].replace("``", "`")
+    return f"{doc} The candidate is {suite.candidate}; its score is {suite.primary_metric} (higher is better)."
+
+
 def _propose_rows(ref, config, metric, kind, round_index, n_children) -> list[CandidateRow]:
     """The round's children from the archive of rounds 0 .. round_index-1, which is
     `build_archive` and `failure_memory` over the whole run, folded round by round."""
@@ -125,17 +143,21 @@ def _propose_rows(ref, config, metric, kind, round_index, n_children) -> list[Ca
     state = completed_rounds(ref, round_index - 1)
     archive, sources = state.members, Sources(store)
     memory = failure_memory(state.memory, round_index) if config.evolve.failure_memory else []
-    proposer = make_proposer(config.proposer, config.evolve)
+    suite = run_suite(ref)
+    proposer = make_proposer(config.proposer, config.evolve, task_description=task_description(suite),
+                             entrypoint=suite.entrypoint)
     rng = random.Random(seed_for(config.seed, "sample", round_index))
     children = propose_children(archive, sources, memory, proposer, config.evolve, round_index, n_children, rng)
     rows = []
     for proposal, island in children:
         blob = store.put_blob(proposal.source.encode())
+        answer_uri = None if proposal.answer is None else store.blob_uri(store.put_blob(proposal.answer.encode()))
         rows.append(
             CandidateRow(
                 run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=list(proposal.parent_ids),
-                operator=proposal.operator, proposer=proposal.proposer, artifact_kind=kind,
-                artifact_uri=store.blob_uri(blob), island=island, summary=proposal.summary,
+                operator=proposal.operator, proposer=proposal.proposer,
+                artifact_kind=kind if proposal.unusable is None else ANSWER_KIND,
+                artifact_uri=store.blob_uri(blob), island=island, summary=proposal.summary + cost_note(proposal, answer_uri),
             )
         )
     return rows

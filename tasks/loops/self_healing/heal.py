@@ -25,6 +25,7 @@ from tasks.harness_loops.episodes import episodes, executions_of, harness_docume
 from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.self_healing.heal_llm import llm_rule
+from tasks.proposers.llm import ANSWER_KIND, UNUSABLE, cost_note
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -35,6 +36,8 @@ from tasks.stages.execute import part_key, run_candidates
 from tasks.stages.score import blob_id, score_candidates
 
 DUPLICATE_RETRIES = 8
+SKIPPED = "skipped"
+"""What heal returns for a round whose llm answer gave no rule (recorded); the loop goes on."""
 
 
 def round_key(round_index: int) -> str:
@@ -161,18 +164,33 @@ def propose_new(
 
 
 def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: dict, known: set[str],
-                 rng: random.Random) -> RuleProposal | None:
-    """`proposer: llm`: the chat endpoint's rule (tasks/loops/self_healing/heal_llm.py); None (logged) when
-    its answer is not one new rule."""
+                 rng: random.Random) -> RuleProposal | NoLLMEdit:
+    """`proposer: llm`: the chat endpoint's rule (tasks/loops/self_healing/heal_llm.py), or
+    the NoLLMEdit (logged) that says why its answer is not one new rule."""
     source = store_for(ref.store_uri).get_blob(champion).decode()
     try:
         written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
         if content_id(harness_source(written.document)) in known:
-            raise NoLLMEdit("the llm's harness is an existing candidate")
+            raise NoLLMEdit("the llm's harness is an existing candidate", asked=True)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no rule: {reason}")
-        return None
+        return reason
     return written
+
+
+def unusable_row(ref: RunRef, round_index: int, champion: str, reason: NoLLMEdit) -> CandidateRow:
+    """The record of a round whose llm answer gave no rule: kind ``llm_answer``, never
+    replayed; the blob holds the reason and the raw answer (tasks/stages/sample.py)."""
+    store, call = store_for(ref.store_uri), reason.proposal
+    record = {"parent_id": champion, "round": round_index, "reason": str(reason),
+              "answer": None if call is None else call.answer}
+    blob = store.put_blob(json.dumps(record, indent=1).encode())
+    cost = cost_note(call, store.blob_uri(store.put_blob(call.answer.encode()))) if call and call.answer is not None else ""
+    return CandidateRow(
+        run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator=UNUSABLE,
+        proposer="llm", artifact_kind=ANSWER_KIND, artifact_uri=store.blob_uri(blob), island=-1,
+        summary=f"{UNUSABLE}: {str(reason)[:300]}{cost}",
+    )
 
 
 def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RuleProposal,
@@ -201,16 +219,23 @@ def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RulePropos
 def heal(ref: RunRef, round_index: int, champion: str) -> str | None:
     """Heal: the rule proposer's one edit of the champion's harness, from the noticed
     evidence and the rejected proposals (`proposer: llm`: the chat endpoint's); returns the candidate id, or None when the
-    evidence supports no new edit (nothing is recorded; the loop stops)."""
+    evidence supports no new edit (nothing is recorded; the loop stops), or SKIPPED when the llm's answer gave no
+    rule (recorded as an `llm_answer` candidate; the loop goes on to the next round)."""
     store, config = store_for(ref.store_uri), run_config(ref)
     key = round_key(round_index)
     if store.has_part("candidates", ref.run_id, "heal", key):
-        return store.read_part("candidates", ref.run_id, "heal", key)[0].candidate_id
+        written = store.read_part("candidates", ref.run_id, "heal", key)[0]
+        return SKIPPED if written.artifact_kind == ANSWER_KIND else written.candidate_id
     known = {c.candidate_id for c in store.read_rows("candidates", ref.run_id)}
     rng = random.Random(seed_for(config.seed, "heal", round_index))
     traces, document = train_traces(ref, champion), harness_document(ref, champion)
     if config.proposer == "llm":
         proposal = llm_proposal(ref, champion, traces, document, known, rng)
+        if isinstance(proposal, NoLLMEdit):
+            if not proposal.asked:
+                return None
+            store.write_part("candidates", ref.run_id, "heal", key, [unusable_row(ref, round_index, champion, proposal)])
+            return SKIPPED
     else:
         proposal = propose_new(traces, rejected_trials(ref), document, known, rng)
     if proposal is None:

@@ -45,7 +45,7 @@ def llm_rule(champion_id: str, champion_source: str, champion: dict[str, Any], t
     document, summary = edited_harness(champion_id, champion_source, brief(failures), config, rng)
     found = added_tool(champion, document)
     if found is None:
-        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness")
+        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness", asked=True)
     _, item = found
     return RuleProposal(
         document=document, triggers=tuple(t.case_id for t in failures), rationale=summary,

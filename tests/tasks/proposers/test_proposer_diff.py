@@ -91,10 +91,34 @@ def test_diff_blocks_inside_a_fence_are_still_a_diff():
     assert mode == "diff" and child.endswith("return score + 1\n")
 
 
+def test_with_an_entrypoint_only_a_fence_that_defines_it_is_a_program():
+    program = "def priority(item, bins):\n    return bins - item\n"
+    answer = f"Use this:\n```\n{program}```\n"
+    assert program_from_response(PROGRAM, answer, "priority") == (program, "rewrite")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Change it:\n```\nscore = score * 2.5\n```\n",  # a bare-fenced snippet
+        "Like so:\n```python\nscore = score * 2.5\nreturn score\n```\n",  # a tagged snippet
+        "```python\ndef helper(bins):\n    return bins\n```\n",  # defines something else
+    ],
+)
+def test_a_snippet_is_not_the_whole_program(answer):
+    with pytest.raises(DiffError, match="nor a whole program defining priority"):
+        program_from_response(PROGRAM, answer, "priority")
+
+
+def test_without_an_entrypoint_a_bare_fence_is_not_a_program():
+    with pytest.raises(DiffError, match="nor a whole program in a ```python fence"):
+        program_from_response(PROGRAM, "```\ndef priority(item, bins):\n    return bins\n```\n")
+
+
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        ("I would raise the threshold.", "neither SEARCH/REPLACE blocks nor a ```python fenced program"),
+        ("I would raise the threshold.", "neither SEARCH/REPLACE blocks nor a whole program in a ```python fence"),
         (block("    return score", "    return score +"), "the edited program does not parse: .* line 7"),
         (block("    return score", "    return score  # same"), "leaves the program unchanged"),
     ],

@@ -1,0 +1,134 @@
+"""Every `llm` path this branch covers, against the real served 0.5B model: evolve and
+self_healing two rounds end to end, a cut-off answer, a timeout and a server that goes
+away mid-run recorded. What the model
+answers is whatever it answers; the tests check that each answer is recorded with its
+cost and its raw text, and that the loop goes on."""
+
+import json
+import random
+import re
+import threading
+import time
+
+import psutil
+import pytest
+
+from schemas.configs import EvolveConfig, RunConfig
+from storage.store import open_store
+from suites.registry import get_suite
+from tasks.proposers.base import ParentInfo
+from tasks.proposers.llm import LLMProposer
+from tasks.stages.sample import task_description
+
+pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.integration]
+MAX_TOKENS = 192
+"""Answers are capped so the whole llm set stays under 10 minutes on 1 CPU thread."""
+COST = re.compile(r" \| tokens_in=(\d+) tokens_out=(\d+) latency_s=([\d.]+) answer=(\S+)$")
+
+
+def assert_recorded_call(store, candidate) -> tuple[int, int, float]:
+    """The candidate's summary names its call's cost and the blob of the raw answer."""
+    match = COST.search(candidate.summary)
+    assert match, candidate.summary
+    tokens_in, tokens_out, latency = int(match[1]), int(match[2]), float(match[3])
+    assert tokens_in > 50 and 0 < tokens_out <= MAX_TOKENS and latency > 0
+    assert store.get_blob(match[4].rsplit("/", 1)[-1]).decode() is not None
+    return tokens_in, tokens_out, latency
+
+
+def test_evolve_on_circle_packing_two_rounds(prefect_server, served, tmp_path):
+    from flows.evolve import evolve
+
+    config = RunConfig(loop="evolve", suite="circle_packing", budget=2, seed=0, workers=1, tracking=False,
+                       proposer="llm", evolve=EvolveConfig(children_per_round=1, islands=1, llm_max_tokens=MAX_TOKENS))
+    evolve(config=config, store_uri=str(tmp_path), run_id="llm-evolve")
+    store = open_store(str(tmp_path))
+    candidates = store.read_rows("candidates", "llm-evolve")
+    written = sorted((c for c in candidates if c.proposer == "llm"), key=lambda c: c.round)
+    assert [c.round for c in written] == [1, 2]
+    executed = {e.candidate_id for e in store.read_rows("executions", "llm-evolve")}
+    for c in written:
+        assert_recorded_call(store, c)
+        if c.operator == "llm_unusable":
+            assert c.artifact_kind == "llm_answer" and c.candidate_id not in executed
+            assert json.loads(store.get_blob(c.candidate_id))["reason"]
+        else:
+            assert c.operator in ("llm_diff", "llm_rewrite") and c.candidate_id in executed
+    assert max(store.read_rows("runs", "llm-evolve"), key=lambda r: r.event_at).status == "finished"
+
+
+def test_self_healing_two_rounds(prefect_server, served, tmp_path):
+    from flows.self_healing import self_healing
+
+    config = RunConfig(loop="self_healing", suite="toolsim", budget=2, seed=0, workers=1, tracking=False,
+                       proposer="llm", suite_params={"instances_per_template": 10},
+                       evolve=EvolveConfig(llm_max_tokens=MAX_TOKENS))
+    self_healing(config=config, store_uri=str(tmp_path), run_id="llm-heal")
+    store = open_store(str(tmp_path))
+    written = sorted((c for c in store.read_rows("candidates", "llm-heal") if c.proposer == "llm"), key=lambda c: c.round)
+    assert [c.round for c in written] == [1, 2]  # a round with no usable rule is recorded, and the next one asks again
+    for c in (c for c in written if c.artifact_kind == "llm_answer"):
+        record = json.loads(store.get_blob(c.candidate_id))
+        assert record["reason"].startswith("the llm's answer ")
+        if record["answer"] is not None:
+            assert_recorded_call(store, c)
+    assert max(store.read_rows("runs", "llm-heal"), key=lambda r: r.event_at).status == "finished"
+
+
+def proposer(**config) -> LLMProposer:
+    suite = get_suite("bin_packing")
+    return LLMProposer(EvolveConfig(**config), task_description=task_description(suite), entrypoint=suite.entrypoint)
+
+
+def parent(score: float = -4.5) -> ParentInfo:
+    return ParentInfo("seed", get_suite("bin_packing").seed_program(), score)
+
+
+def test_an_answer_cut_off_at_max_tokens_is_recorded(served):
+    proposal = proposer(llm_max_tokens=16).propose([parent()], random.Random(0))
+    assert proposal.operator == "llm_unusable" and proposal.tokens_out <= 16 and proposal.tokens_in > 50
+    assert json.loads(proposal.source)["answer"] == proposal.answer != ""
+    if proposal.tokens_out == 16:
+        assert proposal.unusable.endswith("(cut off at max_tokens=16)")
+
+
+def test_a_call_past_its_timeout_is_recorded(served):
+    # another score than the test above: the server's prompt cache cannot answer before the timeout
+    proposal = proposer(llm_max_tokens=16, llm_timeout_s=0.2).propose([parent(-7.25)], random.Random(1))
+    assert proposal.operator == "llm_unusable"
+    assert re.match(r"no answer: could not get an answer from http://127\.0\.0\.1:\d+/v1/chat/completions: .*timed out",
+                    proposal.unusable), proposal.unusable
+    assert 0.2 <= proposal.latency_s < 5
+
+
+def stop_when_a_call_is_in_flight(server, done: threading.Event) -> None:
+    """Stop the server once a client holds an open connection to it (a call in flight)."""
+    process = psutil.Process(server.process.pid)
+    while not done.is_set():
+        if any(c.status == psutil.CONN_ESTABLISHED for c in process.net_connections(kind="tcp")):
+            server.stop()
+            return
+        time.sleep(0.2)
+
+
+def test_a_server_that_goes_away_mid_run_is_recorded_and_the_run_finishes(prefect_server, served, tmp_path):
+    from flows.evolve import evolve
+
+    done = threading.Event()
+    watcher = threading.Thread(target=stop_when_a_call_is_in_flight, args=(served, done), daemon=True)
+    watcher.start()
+    config = RunConfig(loop="evolve", suite="bin_packing", budget=2, seed=0, workers=1, tracking=False,
+                       proposer="llm", evolve=EvolveConfig(children_per_round=1, islands=1, llm_max_tokens=MAX_TOKENS))
+    try:
+        evolve(config=config, store_uri=str(tmp_path), run_id="llm-gone")
+    finally:
+        done.set()
+        watcher.join()
+        if served.process.poll() is not None:
+            served.start()
+    store = open_store(str(tmp_path))
+    written = sorted((c for c in store.read_rows("candidates", "llm-gone") if c.proposer == "llm"), key=lambda c: c.round)
+    assert [(c.round, c.operator) for c in written] == [(1, "llm_unusable"), (2, "llm_unusable")]
+    reasons = [json.loads(store.get_blob(c.candidate_id))["reason"] for c in written]
+    assert all(r.startswith("no answer: could not get an answer from http://127.0.0.1:") for r in reasons), reasons
+    assert max(store.read_rows("runs", "llm-gone"), key=lambda r: r.event_at).status == "finished"
