@@ -12,6 +12,7 @@ from schemas.rows import GateDecisionRow, RegistryRow, ScoreRow
 from tasks.gate.best_so_far import best_so_far_gate
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
+from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import CHAMPION, registry_name, run_start, start_note
 from tasks.search.archive import case_scores
@@ -72,22 +73,26 @@ def decide_round(
 @task(name="gate", **STAGE_OPTIONS)
 def gate(ref: RunRef, round_index: int, candidate_ids: list[str]) -> list[str]:
     """Publish the round's decisions; returns the accepted candidate ids in order."""
-    store, config, suite = store_for(ref.store_uri), run_config(ref), run_suite(ref)
     key = f"r{round_index:04d}"
     remember_decision_part(ref, "gate", key)
-    if not store.has_part("gate_decisions", ref.run_id, "gate", key):
-        champion, scores = _champion_and_scores(ref, round_index)
-        rows = decide_round(
-            ref, round_index, candidate_ids, scores,
-            champion.candidate_id if champion else None, suite.primary_metric, anchored_scorer_version(ref),
-            config.evolve.gate_min_delta, config.seed,
-        )
-        start = run_start(ref) if round_index == 0 else None
-        if start is not None:  # round 0 re-scored an earlier run's champion: the decision says whose
-            rows = [rows[0].model_copy(update={"reason": start_note(start, anchored_scorer_version(ref))})]
-        store.write_part("gate_decisions", ref.run_id, "gate", key, rows)
-    decisions = store.read_part("gate_decisions", ref.run_id, "gate", key)
+    decisions = once(ref, "gate_decisions", "gate", key, lambda: round_decisions(ref, round_index, candidate_ids))
     return [d.candidate_id for d in decisions if d.decision == "accept"]
+
+
+def round_decisions(ref: RunRef, round_index: int, candidate_ids: list[str]) -> list[GateDecisionRow]:
+    """The round's decisions against the champion it is gated against; round 0 that
+    re-scored an earlier run's champion says whose."""
+    config, suite = run_config(ref), run_suite(ref)
+    champion, scores = _champion_and_scores(ref, round_index)
+    rows = decide_round(
+        ref, round_index, candidate_ids, scores,
+        champion.candidate_id if champion else None, suite.primary_metric, anchored_scorer_version(ref),
+        config.evolve.gate_min_delta, config.seed,
+    )
+    start = run_start(ref) if round_index == 0 else None
+    if start is not None:
+        rows = [rows[0].model_copy(update={"reason": start_note(start, anchored_scorer_version(ref))})]
+    return rows
 
 
 def _champion_and_scores(ref: RunRef, round_index: int) -> tuple[RegistryRow | None, list[ScoreRow]]:

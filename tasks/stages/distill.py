@@ -18,6 +18,7 @@ from schemas.ids import derived_id
 from schemas.rows import CandidateRow, DistillateRow, ExecutionRow, ScoreRow
 from tasks.gate.stage import completed_rounds
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
+from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.search.archive import error_kinds
 from tasks.search.run_index import FAILED_IDS, Evidence, RunState, read_evidence
@@ -85,13 +86,14 @@ def failure_modes_since(
 @task(name="distill", **STAGE_OPTIONS)
 def distill(ref: RunRef, round_index: int) -> int:
     """Publish this round's failure-memory snapshot; returns the number of active entries."""
-    store = store_for(ref.store_uri)
     key = f"r{round_index:04d}"
-    if not store.has_part("distillates", ref.run_id, "distill", key):
-        state = completed_rounds(ref, round_index - 1)
-        candidates = store.read_part("candidates", ref.run_id, "sample", key)
-        evidence = read_evidence(store, ref.run_id, candidates, key, run_suite(ref).primary_metric)
-        rows = failure_modes_since(ref, round_index, state, candidates, evidence,
-                                   run_config(ref).evolve.failure_min_support)
-        store.write_part("distillates", ref.run_id, "distill", key, rows)
-    return sum(r.status == "active" for r in store.read_part("distillates", ref.run_id, "distill", key))
+    return sum(r.status == "active" for r in once(ref, "distillates", "distill", key, lambda: round_failure_modes(ref, round_index)))
+
+
+def round_failure_modes(ref: RunRef, round_index: int) -> list[DistillateRow]:
+    """The failure-memory entries that round `round_index`'s evidence opens or changes."""
+    store, key = store_for(ref.store_uri), f"r{round_index:04d}"
+    state = completed_rounds(ref, round_index - 1)
+    candidates = store.read_part("candidates", ref.run_id, "sample", key)
+    evidence = read_evidence(store, ref.run_id, candidates, key, run_suite(ref).primary_metric)
+    return failure_modes_since(ref, round_index, state, candidates, evidence, run_config(ref).evolve.failure_min_support)

@@ -13,6 +13,7 @@ from prefect import task
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.stage import CHAMPION, GATE, completed_rounds, registry_name
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for, tracker_for
+from tasks.runtime.parts import once
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.search.archive import split_means
@@ -74,10 +75,11 @@ def register(ref: RunRef, round_index: int) -> int:
     key = f"r{round_index:04d}"
     decisions = store.read_part("gate_decisions", ref.run_id, "gate", key)
     accepted = [d for d in decisions if d.decision == "accept"]
-    if not store.has_part("registry", ref.run_id, "register", key):
-        earlier = completed_rounds(ref, round_index - 1).registered  # versions the earlier rounds registered
-        rows = registry_rows(ref, accepted, earlier + 1, registry_name(config))
-        store.write_part("registry", ref.run_id, "register", key, rows)
+
+    def rows() -> list[RegistryRow]:  # versions continue from those the earlier rounds registered
+        return registry_rows(ref, accepted, completed_rounds(ref, round_index - 1).registered + 1, registry_name(config))
+
+    once(ref, "registry", "register", key, rows)
     track_round(ref, round_index, decisions)
     store.put_marker(ref.run_id, round_marker(round_index))
     return len(accepted)

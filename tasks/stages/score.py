@@ -13,6 +13,7 @@ from prefect import task
 from schemas.rows import ExecutionRow, ScoreRow
 from suites.base import Case, Suite, Verdict
 from tasks.runtime.context import RunRef, run_suite, store_for
+from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.execute import part_key
 
@@ -49,9 +50,12 @@ def score_rows(
 
 def score_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str]) -> None:
     """Score the executions published under `stage_tag` for these candidates (idempotent)."""
+    once(ref, "scores", "score", stage_tag, lambda: verdict_rows(ref, stage_tag, candidate_ids))
+
+
+def verdict_rows(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str]) -> list[ScoreRow]:
+    """The trusted scorer's rows for every execution published under `stage_tag`."""
     store, suite = store_for(ref.store_uri), run_suite(ref)
-    if store.has_part("scores", ref.run_id, "score", stage_tag):
-        return
     cases = {c.case_id: c for c in suite.cases()}
     version = suite.scorer_version()
     rows: list[ScoreRow] = []
@@ -60,7 +64,7 @@ def score_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str]) 
             output = json.loads(store.get_blob(blob_id(execution.output_uri))) if execution.output_uri else None
             verdict = verdict_for(suite, cases[execution.case_id], execution, output)
             rows.extend(score_rows(ref, suite, execution, cases[execution.case_id], verdict, version))
-    store.write_part("scores", ref.run_id, "score", stage_tag, rows)
+    return rows
 
 
 @task(name="score", **STAGE_OPTIONS)
