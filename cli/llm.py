@@ -58,13 +58,13 @@ def serve_command(
     detach: bool = typer.Option(False, "--detach", help="Leave the server running and return."),
 ) -> None:
     """Serve MODEL through llama.cpp's OpenAI-compatible server; prints the exports."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise UsageError("llama-cpp-python is not installed; run `make llm` (or pip install -e '.[llm]')")
     directory = cache_dir()
-    try:
+    try:  # the model first: a misspelt name is named whether or not the server is installed
         model_file = resolve_model_file(model, directory)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise UsageError("llama-cpp-python is not installed; run `make llm` (or pip install -e '.[llm]')")
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / f"server-{port}.log"
     try:
