@@ -87,7 +87,7 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
 def pinned(name: str) -> LocalModel:
     """The pinned model ``name``; a ValueError that lists the names otherwise."""
     if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)} (or give a path to a .gguf file)")
+        raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
     return MODELS[name]
 
 
