@@ -221,9 +221,7 @@ def dask_faults(run_seed: int = 3, base: Path | None = None) -> dict[str, dict[s
         cluster = Cluster(2, str(base))
         try:
             proc = start_ratchet([*args, "--dask", cluster.address], {**env, "RATCHET_STORE": store}, log)
-            wait_for_part(store, "candidates", "sample-r0001", proc)
-            if fault == "worker":  # once the execute stage has submitted round 1's candidates
-                time.sleep(1.0)  # (the scheduler goes at once: round 1 can end within a second)
+            wait_for_part(store, "candidates", "sample-r0001", proc)  # kill at once: round 1 can end within a second
             in_flight = 2 - parts_of(store, "executions", "execute-r0001-")
             kill_group(cluster.processes[1] if fault == "worker" else cluster.processes[0])
             code = end_ratchet(proc)
