@@ -164,9 +164,9 @@ def propose_new(
 
 
 def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: dict, known: set[str],
-                 rng: random.Random) -> RuleProposal | NoLLMEdit:
-    """`proposer: llm`: the chat endpoint's rule (tasks/loops/self_healing/heal_llm.py), or
-    the NoLLMEdit (logged) that says why its answer is not one new rule."""
+                 rng: random.Random) -> RuleProposal:
+    """`proposer: llm`: the chat endpoint's rule (tasks/loops/self_healing/heal_llm.py);
+    raises NoLLMEdit (logged) saying why its answer is not one new rule."""
     source = store_for(ref.store_uri).get_blob(champion).decode()
     try:
         written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
@@ -174,7 +174,7 @@ def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: 
             raise NoLLMEdit("the llm's harness is an existing candidate", asked=True)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no rule: {reason}")
-        return reason
+        raise
     return written
 
 
@@ -230,11 +230,12 @@ def heal(ref: RunRef, round_index: int, champion: str) -> str | None:
     rng = random.Random(seed_for(config.seed, "heal", round_index))
     traces, document = train_traces(ref, champion), harness_document(ref, champion)
     if config.proposer == "llm":
-        proposal = llm_proposal(ref, champion, traces, document, known, rng)
-        if isinstance(proposal, NoLLMEdit):
-            if not proposal.asked:
+        try:
+            proposal = llm_proposal(ref, champion, traces, document, known, rng)
+        except NoLLMEdit as reason:
+            if not reason.asked:
                 return None
-            store.write_part("candidates", ref.run_id, "heal", key, [unusable_row(ref, round_index, champion, proposal)])
+            store.write_part("candidates", ref.run_id, "heal", key, [unusable_row(ref, round_index, champion, reason)])
             return SKIPPED
     else:
         proposal = propose_new(traces, rejected_trials(ref), document, known, rng)
