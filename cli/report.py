@@ -8,6 +8,8 @@
 - aide2: the node tree's hidden vs public composite per node and the best so far.
 - harness loops: each gated edit's success on the gate's cases next to the champion's,
   per round; accepted vs rejected edits per round; champions' select vs holdout.
+- measurement protocols: the paired difference of each count with its CI, the arms per
+  template, cost per solved task with its missing-usage range (`cli.report_protocol`).
 - training loops: loss per optimizer step; select accuracy per evaluated checkpoint with
   the warm start as a horizontal line and the registered policy's holdout accuracy.
 
@@ -39,7 +41,7 @@ def published_reference(suite: str) -> Optional[tuple[str, float]]:
 
 
 def family_of(loop: str, has_nodes: bool, has_steps: bool) -> str:
-    """search | nodes | harness | training: the run loop's family (aide2's node tree is
+    """search | nodes | harness | training | protocol: the run loop's family (aide2's node tree is
     drawn on its own); a loop this version does not know is judged by its rows."""
     from schemas.loops import LOOP_SPECS
 
@@ -77,6 +79,11 @@ def build(con, family: str, run_id: str, metric: str):
     if family == "harness":
         built = series_of.harness_series(data.harness_rows(con, run_id))
         return built, None if built.decisions else "no gate decision recorded"
+    if family == "protocol":
+        from cli.report_protocol import protocol_rows, protocol_series
+
+        built = protocol_series(protocol_rows(con, run_id))
+        return built, None if "paired:success" in built.decisions else "no paired comparison recorded"
     if family == "training":
         built = series_of.training_series(data.training_rows(con, run_id, metric))
         return built, None if built.loss or built.select else "no optimizer step or evaluation recorded"
@@ -99,6 +106,10 @@ def draw(report: dict[str, Any]):
     from cli.report_draw_loops import harness_figure, training_figure
 
     family, built, metric, run = report["family"], report["series"], report["metric"], report["run"]
+    if family == "protocol":
+        from cli.report_protocol import protocol_caption, protocol_figure
+
+        return protocol_figure(built), protocol_caption(built)
     if family == "nodes":
         figure = nodes_figure(built)
     elif family == "harness":

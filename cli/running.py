@@ -86,7 +86,21 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
         sandbox=SandboxConfig(**sandbox), **({"inner_budget": inner_budget} if loop == "aide2" else {}), **sections,
     )
     check_suites(config)
+    check_loop(config)
     return config
+
+
+def check_loop(config: RunConfig) -> None:
+    """The loop's own checks of what its config names (a flow module's optional
+    `preflight(config)`, raising ValueError), so a bad name stops here, not in a stage."""
+    from importlib import import_module
+
+    preflight = getattr(import_module(f"flows.{config.loop}"), "preflight", None)
+    try:
+        if preflight is not None:
+            preflight(config)
+    except ValueError as exc:
+        raise UsageError(f"{config.loop}: {exc}") from None
 
 
 def _spec(loop: str):

@@ -13,7 +13,8 @@ __all__ = ["ArtifactKind", "EvolveConfig", "LoopSpec", "RunConfig", "SandboxConf
 
 ProposerKind = Literal["mutate", "llm", "optuna"]
 ArtifactKind = Literal["program", "rules", "skills", "prompt", "config", "weights", "scheduler"]
-Family = Literal["search", "harness", "training"]
+Family = Literal["search", "harness", "training", "protocol"]
+"""``protocol``: a measurement protocol; nothing is proposed or admitted, fixed arms are compared."""
 """Loop families: program search (candidates are programs or agent configs), harness loops
 (candidates are toolsim harness edits), training loops (candidates are checkpoints)."""
 
@@ -197,7 +198,8 @@ class RunConfig(Config):
             raise ValueError(f"start_from='champion' continues a program or harness search; {self.loop} cannot "
                              f"(loops that can: {', '.join(STARTS_FROM_CHAMPION)}); use start_from='seed'")
         if self.proposer == "llm" and "evolve" not in type(self).model_fields:
-            raise ValueError(f"proposer='llm' writes programs or harness edits; {self.loop} trains weights "
+            does = "measures fixed arms: nothing is proposed" if spec.family == "protocol" else "trains weights"
+            raise ValueError(f"proposer='llm' writes programs or harness edits; {self.loop} {does} "
                              "(use proposer='mutate', the default)")
         if spec.family == "harness" and self.proposer == "optuna":
             raise ValueError(f"proposer='optuna' tunes configs, but {self.loop} edits a harness; use "

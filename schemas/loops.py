@@ -19,6 +19,7 @@ from schemas.post_training import (
     PairedRolloutsConfig,
     PPOPACTConfig,
 )
+from schemas.protocols import HarnessOrModelConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "spin")
 _TRAINING = "optimizer steps"
@@ -139,9 +140,17 @@ class HarnessBanditRun(GRPORun):
     harness_bandit: HarnessBanditConfig = HarnessBanditConfig()
 
 
+class HarnessOrModelRun(RunConfig):
+    SPEC = LoopSpec(name="harness_or_model", modifies="rules", family="protocol", suites=("toolsim",),
+                    paper="Harness or Model: fix the model, compare harnesses, count correctness separately "
+                          "from finishing on time", budget_counts="noise seeds per task", default_budget=3)
+    loop: Literal["harness_or_model"] = "harness_or_model"
+    harness_or_model: HarnessOrModelConfig = HarnessOrModelConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
-    GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun,
+    GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

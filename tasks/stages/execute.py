@@ -62,8 +62,11 @@ def _publish(ref: RunRef, stage_tag: str, candidate_id: str, cases, results, see
     store.write_part("executions", ref.run_id, "execute", part_key(stage_tag, candidate_id), rows)
 
 
-def run_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], cases: Sequence[Case]) -> None:
-    """Evaluate each pending candidate on `cases` and publish its executions (idempotent)."""
+def run_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], cases: Sequence[Case],
+                   seed: int | None = None) -> None:
+    """Evaluate each pending candidate on `cases` and publish its executions (idempotent).
+    `seed` (default: the run's) is the executions' seed column and part of their ids, so
+    one case run under several noise seeds gives distinct executions."""
     store, config, suite = store_for(ref.store_uri), run_config(ref), run_suite(ref)
     pending = [
         c for c in candidate_ids
@@ -73,19 +76,20 @@ def run_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], ca
         return
     runner, entry = suite.runner_source(), suite.entrypoint
     programs = {c: store.get_blob(c).decode() for c in pending}
+    seed = config.seed if seed is None else seed
     if dask_address(config):
-        _run_on_dask(ref, stage_tag, pending, programs, runner, entry, cases, config)
+        _run_on_dask(ref, stage_tag, pending, programs, runner, entry, cases, config, seed)
         return
     with ThreadPoolExecutor(max_workers=config.workers) as pool:
         futures = {
             c: pool.submit(evaluate_program, programs[c], runner, entry, cases, config.sandbox) for c in pending
         }
         for candidate_id, future in futures.items():
-            _publish(ref, stage_tag, candidate_id, cases, future.result(), config.seed)
+            _publish(ref, stage_tag, candidate_id, cases, future.result(), seed)
             crash_point("execute", stage_tag)
 
 
-def _run_on_dask(ref, stage_tag, pending, programs, runner, entry, cases, config) -> None:
+def _run_on_dask(ref, stage_tag, pending, programs, runner, entry, cases, config, seed: int) -> None:
     from distributed import Client, as_completed
 
     with Client(dask_address(config), timeout="30s") as client:
@@ -95,7 +99,7 @@ def _run_on_dask(ref, stage_tag, pending, programs, runner, entry, cases, config
         )
         by_future = dict(zip(futures, pending))
         for future in as_completed(futures):
-            _publish(ref, stage_tag, by_future[future], cases, future.result(), config.seed)
+            _publish(ref, stage_tag, by_future[future], cases, future.result(), seed)
 
 
 @task(name="execute", **STAGE_OPTIONS)

@@ -1,5 +1,6 @@
 """Every loop runs from `ratchet run` at a tiny budget (parameters through `--set` and
-`--param`), registers a champion with a holdout score, and answers in `ratchet sql`.
+`--param`), registers a champion with a holdout score (a measurement protocol: records its
+paired comparison), and answers in `ratchet sql`.
 evolve and aide2 have their own CLI tests (test_commands, test_resume, the demo)."""
 
 import json
@@ -30,6 +31,8 @@ LOOP_ARGS = {
             "--set", "opd.pretrain_steps=10", "--set", "opd.prompts_per_step=2", "--set", "opd.rollouts=2",
             "--set", "opd.max_new_tokens=12", "--set", "opd.method=cal_opd"],
 }
+PROTOCOL_ARGS = {"harness_or_model": ["--budget", "1", "--param", "instances_per_template=2"]}
+"""Measurement protocols register no champion: their result is the gate's paired comparison."""
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def store(prefect_server, tmp_path_factory):
 def test_the_table_covers_every_loop_without_its_own_cli_test():
     from flows import LOOPS
 
-    assert set(LOOPS) - {"evolve", "aide2"} == set(LOOP_ARGS)
+    assert set(LOOPS) - {"evolve", "aide2"} == set(LOOP_ARGS) | set(PROTOCOL_ARGS)
 
 
 @pytest.mark.parametrize("loop", sorted(LOOP_ARGS))
@@ -53,3 +56,15 @@ def test_loop_runs_from_the_cli_and_registers_a_champion(store, loop):
     assert answer.exit_code == 0, answer.output
     (row,) = json.loads(answer.output)
     assert 0.0 <= row["holdout"] <= 1.0
+
+
+@pytest.mark.parametrize("loop", sorted(PROTOCOL_ARGS))
+def test_protocol_runs_from_the_cli_and_answers_with_paired_cis(store, loop):
+    result = runner.invoke(app, ["run", loop, "--store", store, "--no-tracking", *PROTOCOL_ARGS[loop]])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    query = (f"SELECT g.gate, g.ci_low, g.delta, g.ci_high FROM runs r JOIN gate_decisions g USING (run_id) "
+             f"WHERE r.loop = '{loop}' AND g.gate LIKE 'paired:%'")
+    answer = runner.invoke(app, ["sql", query, "--store", store, "--format", "json"])
+    assert answer.exit_code == 0, answer.output
+    rows = json.loads(answer.output)
+    assert rows and all(r["ci_low"] <= r["delta"] <= r["ci_high"] for r in rows)

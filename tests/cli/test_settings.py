@@ -69,3 +69,10 @@ def test_invalid_values_name_the_field():
         config("growing_harness", "toolsim", "grow.window_size=0")
     with pytest.raises(UsageError, match="section 'opd' has no field 'no_such_field'; its fields: .*method"):
         config("opd", "arith", "opd.no_such_field=1")
+
+
+def test_a_loop_preflight_refuses_a_bad_name_before_the_run_starts():
+    with pytest.raises(UsageError, match=r"^harness_or_model: no harness 'foo' for harness_or_model; known: native"):
+        config("harness_or_model", "toolsim", "harness_or_model.harness_a=foo")
+    assert config("harness_or_model", "toolsim", "harness_or_model.harness_a=neutral",
+                  "harness_or_model.harness_b=native").harness_or_model.harness_a == "neutral"
