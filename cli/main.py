@@ -144,6 +144,21 @@ def sql(
 
 
 @command()
+def audit(
+    store: Optional[str] = StoreOption,
+    format: OutputFormat = typer.Option(OutputFormat.table, help="How to print the tables."),
+) -> None:
+    """Classify every run in the store (GAI): is the improver inside the agent (RSI) or a
+    fixed updater (GPI); is progress anchored to a scorer the run cannot change; each
+    run's components and what may change them; the champions' internal (select) vs
+    external (holdout) gap; runs whose held-out split was read by selection are flagged."""
+    store_uri = _store(store, must_exist=True)
+    from cli.audit import print_audit
+
+    print_audit(console, store_uri, format.value)
+
+
+@command()
 def catalog(
     out: Optional[str] = typer.Option(None, help="Where to write the DuckDB file (default <store>/catalog.duckdb)."),
     store: Optional[str] = StoreOption,
