@@ -9,8 +9,9 @@ switches, decided from what the run declares (its loop's spec, its config) and r
   evolves the `evolve` agent's parameters), recursive self-improvement (RSI).
 - **progress standard anchored outside?** ``anchored``: every score row of the run has
   the scorer version fixed at its start, and no candidate can edit the scorer (it runs
-  in the trusted parent; the sandbox hides its files). ``goal-drifting``: rows of more
-  than one scorer version (the ruler changed within the run). ``self-referential`` would
+  in the trusted parent; the sandbox hides its files). ``goal-drifting``: its gate
+  decisions weighed more than one scorer version (the ruler changed within the run;
+  score rows that `ratchet rescore` added later are analysis, counted apart). ``self-referential`` would
   need the evaluator among the mutable components; no Ratchet loop has it.
 
 It also flags runs whose held-out split was ever read by selection: a gate decision
@@ -26,8 +27,8 @@ from typing import Any
 
 SCORERS = """
 SELECT r.run_id, r.loop, r.suite, r.status, r.config_json,
-       (SELECT count(DISTINCT s.scorer_version) FROM scores s WHERE s.run_id = r.run_id) AS scorer_versions,
-       (SELECT list(DISTINCT s.scorer_version) FROM scores s WHERE s.run_id = r.run_id) AS versions_seen
+       (SELECT count(DISTINCT g.scorer_version) FROM gate_decisions g WHERE g.run_id = r.run_id) AS gate_versions,
+       (SELECT count(DISTINCT s.scorer_version) FROM scores s WHERE s.run_id = r.run_id) AS scorer_versions
 FROM runs_current r ORDER BY r.started_at, r.run_id
 """
 VERSIONS = """
@@ -73,13 +74,14 @@ def components(loop: str, suite: str, config: dict[str, Any]) -> list[dict[str, 
     ]
 
 
-def classify(parts: list[dict[str, Any]], scorer_versions: int) -> dict[str, Any]:
-    """The two switches from the components and the recorded scorer versions."""
+def classify(parts: list[dict[str, Any]], gate_versions: int) -> dict[str, Any]:
+    """The two switches from the components and the scorer versions the run's gate
+    decisions weighed (rows rescored later, `ratchet rescore`, are analysis, not drift)."""
     mutable = {p["component"] for p in parts if p["mutable"]}
     in_agent = "improver" in mutable
     if "evaluator" in mutable or "evaluation_basis" in mutable:
         anchor = "self-referential"
-    elif scorer_versions > 1:
+    elif gate_versions > 1:
         anchor = "goal-drifting"
     else:
         anchor = "anchored"
@@ -109,7 +111,8 @@ def _tables(runs, versions, gate_leaks, unregistered) -> dict[str, list[dict[str
     for run in runs:
         if run["loop"] not in LOOP_SPECS:
             continue
-        config = json.loads(run["config_json"])
+        raw = json.loads(run["config_json"])
+        config = raw.get("config", raw)
         parts = components(run["loop"], run["suite"], config)
         parts_of.extend({"run_id": run["run_id"], **p} for p in parts)
         own = [v for v in versions if v["run_id"] == run["run_id"]]
@@ -119,7 +122,8 @@ def _tables(runs, versions, gate_leaks, unregistered) -> dict[str, list[dict[str
         leaks = gate_leaks.get(run["run_id"], 0) + (unregistered.get(run["run_id"], 0) if selects else 0)
         classification.append({
             "run_id": run["run_id"], "loop": run["loop"], "status": run["status"],
-            **classify(parts, run["scorer_versions"] or 0), "scorer_versions": run["scorer_versions"] or 0,
+            **classify(parts, run["gate_versions"] or 0), "gate_versions": run["gate_versions"] or 0,
+            "scorer_versions": run["scorer_versions"] or 0,
             "versions": len(own), "mean_gap": sum(gaps) / len(gaps) if gaps else None,
             "heldout_read_by_selection": leaks,
         })
@@ -155,7 +159,7 @@ def print_audit(console, store_uri: str, format: str) -> None:
         console.print("no runs in the store yet; start one with `ratchet run evolve`")
         return
     short = [{"run_id": c["run_id"], "loop": c["loop"], "system": c["system"], "anchor": c["anchor"],
-              "scorers": c["scorer_versions"], "champions": c["versions"],
+              "gate scorers": c["gate_versions"], "score scorers": c["scorer_versions"], "champions": c["versions"],
               "select−holdout": None if c["mean_gap"] is None else round(c["mean_gap"], 4),
               "heldout reads": c["heldout_read_by_selection"]} for c in tables["classification"]]
     render(console, pa.Table.from_pylist(short), "classification: GPI = fixed updater, RSI = the improver is "

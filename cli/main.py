@@ -159,6 +159,19 @@ def audit(
 
 
 @command()
+def rescore(run_id: str = typer.Argument(..., help="The run whose stored outputs to score again."),
+            store: Optional[str] = StoreOption) -> None:
+    """Score a run's stored outputs again under the installed scorer, without re-running
+    any candidate (after a grader fix: did the score change because of the behaviour or the
+    ruler?). New rows sit beside the old ones in `scores`, told apart by scorer_version;
+    the run's gate decisions keep the anchored version."""
+    store_uri = _store(store, must_exist=True)
+    from cli.rescore import print_rescore
+
+    print_rescore(console, store_uri, run_id)
+
+
+@command()
 def catalog(
     out: Optional[str] = typer.Option(None, help="Where to write the DuckDB file (default <store>/catalog.duckdb)."),
     store: Optional[str] = StoreOption,

@@ -34,8 +34,8 @@ def by_run(uri: str) -> dict[str, dict]:
 
 def test_real_runs_are_anchored_fixed_updaters_that_never_read_held_out(store_uri):
     rows = by_run(store_uri)
-    assert {k: rows["evo"][k] for k in ("system", "anchor", "scorer_versions", "heldout_read_by_selection")} == {
-        "system": "GPI", "anchor": "anchored", "scorer_versions": 1, "heldout_read_by_selection": 0}
+    assert {k: rows["evo"][k] for k in ("system", "anchor", "gate_versions", "heldout_read_by_selection")} == {
+        "system": "GPI", "anchor": "anchored", "gate_versions": 1, "heldout_read_by_selection": 0}
     assert rows["evo"]["versions"] >= 1  # the seed at least was registered, with its holdout score
     # the protocol runs both arms on every split, but nothing in it selects: no flag
     assert (rows["hom"]["anchor"], rows["hom"]["heldout_read_by_selection"], rows["hom"]["versions"]) == (
@@ -46,21 +46,32 @@ def test_the_improver_inside_the_agent_makes_it_rsi():
     aide2 = components("aide2", "circle_packing+bin_packing", {"proposer": "optuna"})
     assert {p["component"]: p["mutable"] for p in aide2} == {
         "policy": True, "evaluator": False, "improver": True, "meta_evaluator": False, "evaluation_basis": False}
-    assert classify(aide2, scorer_versions=1) == {"improver_in_agent": True, "system": "RSI", "anchor": "anchored"}
+    assert classify(aide2, gate_versions=1) == {"improver_in_agent": True, "system": "RSI", "anchor": "anchored"}
     edits_scorer = [{**p, "mutable": True} if p["component"] == "evaluator" else p for p in aide2]
-    assert classify(edits_scorer, scorer_versions=1)["anchor"] == "self-referential"
+    assert classify(edits_scorer, gate_versions=1)["anchor"] == "self-referential"
 
 
-def test_a_second_scorer_version_in_a_run_is_goal_drift(store_uri, tmp_path):
+def test_a_gate_that_weighed_a_second_scorer_version_is_goal_drift(store_uri):
     store = open_store(store_uri)
-    (row, *_) = [s for s in store.read_rows("scores") if s.run_id == "evo"]
-    store.write_part("scores", "evo", "rescore", "audit-test", [row.model_copy(update={"scorer_version": "edited"})])
+    (decision, *_) = [g for g in store.read_rows("gate_decisions") if g.run_id == "evo"]
+    edited = decision.model_copy(update={"decision_id": "drift", "scorer_version": "edited"})
+    store.write_part("gate_decisions", "evo", "gate", "audit-drift", [edited])
     try:
-        assert (by_run(store_uri)["evo"]["anchor"], by_run(store_uri)["evo"]["scorer_versions"]) == (
+        assert (by_run(store_uri)["evo"]["anchor"], by_run(store_uri)["evo"]["gate_versions"]) == (
             "goal-drifting", 2)
     finally:
-        store.write_part("scores", "evo", "rescore", "audit-test", [])
+        store.write_part("gate_decisions", "evo", "gate", "audit-drift", [])
     assert by_run(store_uri)["evo"]["anchor"] == "anchored"
+
+
+def test_rescored_rows_are_counted_apart_not_as_drift(store_uri):
+    store = open_store(store_uri)
+    (row, *_) = [s for s in store.read_rows("scores") if s.run_id == "evo"]
+    store.write_part("scores", "evo", "rescore", "audit-test", [row.model_copy(update={"scorer_version": "fixed"})])
+    try:
+        assert (by_run(store_uri)["evo"]["anchor"], by_run(store_uri)["evo"]["scorer_versions"]) == ("anchored", 2)
+    finally:
+        store.write_part("scores", "evo", "rescore", "audit-test", [])
 
 
 def test_a_gate_that_weighed_a_held_out_case_is_flagged(store_uri):
