@@ -64,6 +64,10 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
         if family == "nodes":
             metric, built = "composite", series_of.node_series(data.node_rows(con, run_id))
             empty = None if built.nodes else "no AIDE² node has been gated"
+        elif family == "protocol":
+            from cli.report_protocol import protocol_build
+
+            metric, (built, empty) = "protocol", protocol_build(con, run["loop"], run_id)
         else:
             metric = data.primary_metric(con, run_id, run["suite"]) or "score"
             built, empty = build(con, family, run_id, metric)
@@ -79,11 +83,6 @@ def build(con, family: str, run_id: str, metric: str):
     if family == "harness":
         built = series_of.harness_series(data.harness_rows(con, run_id))
         return built, None if built.decisions else "no gate decision recorded"
-    if family == "protocol":
-        from cli.report_protocol import protocol_rows, protocol_series
-
-        built = protocol_series(protocol_rows(con, run_id))
-        return built, None if "paired:success" in built.decisions else "no paired comparison recorded"
     if family == "training":
         built = series_of.training_series(data.training_rows(con, run_id, metric))
         return built, None if built.loss or built.select else "no optimizer step or evaluation recorded"

@@ -1,7 +1,12 @@
-"""The picture of a measurement protocol (family ``protocol``, e.g. harness_or_model):
-the paired b − a of each count with its task-bootstrap 95% CI, each arm's solve rate per
-template (the pre-registered groups marked), and cost per solved task with the range
-missing usage leaves open. `protocol_rows` reads (SQL), the rest draws."""
+"""The pictures of the measurement protocols (family ``protocol``), one per loop:
+
+- harness_or_model: the paired b − a of each count with its task-bootstrap 95% CI, each
+  arm's solve rate per template (the pre-registered groups marked), and cost per solved
+  task with the range missing usage leaves open;
+- datasense: each selector's predicted-best-group gain over random subsets with its CI,
+  holdout accuracy by predicted rank, and Spearman per pool.
+
+`protocol_build` reads (SQL); the rest draws."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from cli.report_data import Rows, fetch
+from cli.report_data import fetch
 
 COUNTS = ("success", "ended_self", "hit_limit")
 DECISIONS = """
@@ -38,17 +43,37 @@ class ProtocolSeries:
         return sorted({r["arm"] for r in self.per_template})
 
 
-def protocol_rows(con, run_id: str) -> dict[str, Rows]:
-    return {"decisions": fetch(con, DECISIONS, run=run_id), "per_template": fetch(con, PER_TEMPLATE, run=run_id)}
+@dataclass(frozen=True)
+class SelectionSeries:
+    """datasense: decisions by gate (``datasense:<selector>`` over all pools and
+    ``datasense:<selector>:poolNN`` per pool), evidence parsed."""
+
+    decisions: dict[str, dict[str, Any]]
+
+    @property
+    def selectors(self) -> list[str]:
+        return sorted(g.split(":")[1] for g in self.decisions if g.count(":") == 1)
+
+    def pools(self, selector: str) -> list[dict[str, Any]]:
+        return [d["evidence"] for g, d in sorted(self.decisions.items()) if g.startswith(f"datasense:{selector}:pool")]
 
 
-def protocol_series(rows: dict[str, Rows]) -> ProtocolSeries:
-    decisions = {r["gate"]: {**r, "evidence": json.loads(r["evidence_json"])} for r in rows["decisions"]}
-    return ProtocolSeries(decisions, list(rows["per_template"]))
+def protocol_build(con, loop: str, run_id: str):
+    """(series, None) or (series, why there is nothing to plot) for the run's protocol."""
+    decisions = {r["gate"]: {**r, "evidence": json.loads(r["evidence_json"])} for r in fetch(con, DECISIONS, run=run_id)}
+    if loop == "datasense":
+        built = SelectionSeries(decisions)
+        return built, None if built.selectors else "no selector has been verified over its pools"
+    built = ProtocolSeries(decisions, fetch(con, PER_TEMPLATE, run=run_id))
+    return built, None if "paired:success" in built.decisions else "no paired comparison recorded"
 
 
-def protocol_figure(series: ProtocolSeries) -> Figure:
+def protocol_figure(series) -> Figure:
     from cli.report_draw import new_figure
+    from cli.report_selection import selection_figure
+
+    if isinstance(series, SelectionSeries):
+        return selection_figure(series)
 
     figure = new_figure(15, 6.2)
     grid = figure.add_gridspec(1, 3, width_ratios=(1, 1.3, 0.9))
@@ -120,7 +145,11 @@ def draw_costs(ax: Axes, series: ProtocolSeries) -> None:
     ax.grid(axis="y", alpha=0.3)
 
 
-def protocol_caption(series: ProtocolSeries) -> str:
+def protocol_caption(series) -> str:
+    if isinstance(series, SelectionSeries):
+        from cli.report_selection import selection_caption
+
+        return selection_caption(series)
     a, b = _names(series)
     limit = series.decisions["paired:hit_limit"]["evidence"]
     hits = ", ".join(f"{arm} {int(n)}" for arm, n in sorted(limit["hit_limit"].items()))

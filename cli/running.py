@@ -115,7 +115,7 @@ def check_suites(config: RunConfig) -> None:
     data, so a bad parameter or a damaged install stops here, not minutes into a run."""
     from tasks.runtime.context import make_suite
 
-    if LOOP_SPECS[config.loop].family != "training":  # candidates are code: refuse an uncontained sandbox now
+    if LOOP_SPECS[config.loop].modifies != "weights":  # candidates are code: refuse an uncontained sandbox now
         from suites.executors import SandboxError
         from suites.executors.sandbox import resolve_isolation
 

@@ -19,7 +19,7 @@ from schemas.post_training import (
     PairedRolloutsConfig,
     PPOPACTConfig,
 )
-from schemas.protocols import HarnessOrModelConfig
+from schemas.protocols import DataSenseConfig, HarnessOrModelConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "spin")
 _TRAINING = "optimizer steps"
@@ -148,9 +148,21 @@ class HarnessOrModelRun(RunConfig):
     harness_or_model: HarnessOrModelConfig = HarnessOrModelConfig()
 
 
+class DataSenseRun(RunConfig):
+    SPEC = LoopSpec(name="datasense", modifies="weights", family="protocol", suites=("arith",),
+                    paper="DataSense-Bench: predict which data helps, then verify by training",
+                    budget_counts="pools (selection runs, one pool seed each)", default_budget=2)
+    loop: Literal["datasense"] = "datasense"
+    datasense: DataSenseConfig = DataSenseConfig()
+
+    def arith_categories(self) -> tuple[str, ...]:
+        return tuple(self.datasense.categories)
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
+    DataSenseRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -48,3 +48,39 @@ class HarnessOrModelConfig(Config):
             raise ValueError("groups must be two groups that together list every toolsim template once: "
                              + ", ".join(TOOLSIM_TEMPLATES))
         return self
+
+
+class DataSenseConfig(Config):
+    """Parameters of `datasense` (DataSense-Bench on arith): a pool with planted defects,
+    selectors that split it into equal groups with a predicted ranking, a fresh student
+    trained per group with one recipe, verified on the hidden holdout split."""
+
+    categories: tuple[str, ...] = ("add", "rev", "sort")
+    pool_size: int = Field(500, ge=10, le=20_000)
+    groups: int = Field(5, ge=2, le=20)
+    wrong_label_share: float = Field(0.2, ge=0.0, le=0.9)
+    duplicate_share: float = Field(0.15, ge=0.0, le=0.9)
+    off_task_share: float = Field(0.1, ge=0.0, le=0.9)
+    selectors: tuple[str, ...] = ("random", "loss", "length", "dedup_difficulty", "mixed")
+    base_steps: int = Field(300, ge=1, le=100_000)
+    """Supervised steps of the frozen base: the selectors' forward passes and every student's start."""
+    sft_steps: int = Field(120, ge=1, le=100_000)
+    batch_size: int = Field(16, ge=1, le=1024)
+    lr: float = Field(3e-4, gt=0.0, le=1.0)
+    random_subsets: int = Field(5, ge=1, le=100)
+    """Equal-size random subsets trained as the reference (many, not the paper's one)."""
+    resamples: int = Field(2000, ge=100, le=100_000)
+
+    @model_validator(mode="after")
+    def _check(self) -> "DataSenseConfig":
+        if self.pool_size % self.groups:
+            raise ValueError(f"pool_size {self.pool_size} does not split into {self.groups} equal groups")
+        if self.wrong_label_share + self.duplicate_share + self.off_task_share > 0.95:
+            raise ValueError("the defect shares add up to more than 0.95; leave some clean rows")
+        unknown = set(self.selectors) - set(SELECTORS)
+        if unknown or not self.selectors:
+            raise ValueError(f"unknown selectors {sorted(unknown)}; known: {', '.join(SELECTORS)}")
+        return self
+
+
+SELECTORS = ("random", "loss", "length", "dedup_difficulty", "mixed")

@@ -95,7 +95,8 @@ class TeacherConfig(BaseModel):
         return self
 
 
-def _supervised(tok: Tokenizer, prefix: list[int], target: str) -> Example:
+def supervised_example(tok: Tokenizer, prefix: list[int], target: str) -> Example:
+    """``prefix`` then ``target`` as a completion, loss on the completion only."""
     completion = tok.encode_completion(target)
     return prefix + completion, [False] * len(prefix) + [True] * len(completion)
 
@@ -115,11 +116,11 @@ def make_example(cfg: TeacherConfig, kind: str, problem: Problem, rng: random.Ra
     """One example of `kind` built around `problem` (a chain problem for "episode")."""
     if kind == "write":
         category = problem.category if rng.random() < 0.5 else None
-        return _supervised(tok, tok.encode_write(category), problem.prompt)
+        return supervised_example(tok, tok.encode_write(category), problem.prompt)
     if kind == "episode":
         return teacher_example(tok, Episode.of(problem), cfg.style)
     context = contexts(problem)[rng.choice(LEVELS)] if kind == "hint" else None
-    return _supervised(tok, tok.encode_prompt(problem.prompt, context), problem.target(cfg.style))
+    return supervised_example(tok, tok.encode_prompt(problem.prompt, context), problem.target(cfg.style))
 
 
 def _batch(cfg: TeacherConfig, draw: Draw, draw_chain: Draw, rng: random.Random, tok: Tokenizer) -> list[Example]:
