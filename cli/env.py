@@ -1,10 +1,15 @@
 """Process environment the engines need, set before Prefect or MLflow is imported.
 
 Prefect keeps its home (ephemeral server database) beside a local store; analytics and
-telemetry are off; the ephemeral server gets time to start on a fresh database."""
+telemetry are off; the ephemeral server gets time to start on a fresh database. Two
+ephemeral servers must not share one home, so a process holds its home's lock for its
+lifetime, and a concurrent `ratchet` on the same store takes the first free slot
+`<store>/prefect/slots/<n>` (kept, so the next concurrent run starts on a warm
+database). A `PREFECT_HOME` or `PREFECT_API_URL` the user set is left alone."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -15,6 +20,8 @@ def prepare_environment(store_uri: str) -> None:
     prefect_home = (
         Path(store_uri) / "prefect" if not store_uri.startswith("s3://") else Path(DEFAULT_STORE).resolve() / "prefect"
     )
+    if "PREFECT_HOME" not in os.environ and "PREFECT_API_URL" not in os.environ:
+        prefect_home = free_home(prefect_home)
     defaults = {
         "PREFECT_HOME": str(prefect_home),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -30,3 +37,23 @@ def prepare_environment(store_uri: str) -> None:
         os.environ.setdefault(key, value)
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ["RATCHET_STORE"] = store_uri
+
+
+_HELD: list = []
+"""Open lock files of the Prefect homes this process uses (held until it exits)."""
+
+
+def free_home(home: Path, slots: int = 64) -> Path:
+    """``home`` when no other live process holds it, else the first free slot under it."""
+    for candidate in [home, *(home / "slots" / str(n) for n in range(slots))]:
+        candidate.mkdir(parents=True, exist_ok=True)
+        handle = open(candidate / ".ratchet-lock", "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _HELD.append(handle)
+        return candidate
+    raise SystemExit(f"{slots + 1} ratchet processes already use Prefect homes under {home}; set PREFECT_API_URL "
+                     "to a `prefect server start` for them all")
