@@ -17,6 +17,20 @@ def dump_evidence(payload: Mapping[str, Any]) -> str:
     return json.dumps(payload, sort_keys=True, allow_nan=False, default=str)
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every nan or infinite float (recursively, numpy scalars included)
+    as None, for evidence JSON, which has neither."""
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def require_finite(value: float, where: str) -> float:
     """`value` as a float, or a ValueError naming `where` if it is not a finite number."""
     number = float(value)

@@ -14,7 +14,7 @@ from prefect import task
 
 from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow
-from tasks.gate.evidence import dump_evidence
+from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.stats import paired_bootstrap_ci
 from tasks.loops.datasense.pool import Submission, spearman
 from tasks.loops.datasense.stages import protocol_of
@@ -120,7 +120,7 @@ def _row(ref: RunRef, gate: str, round_index: int, candidate_id: str, found: dic
         gate=gate, baseline_id=None, decision="accept" if shown else "reject", reason=reason, improved_cases=[],
         regressed_cases=[], select_score=None, baseline_score=None, delta=found["delta"], ci_low=_finite(low),
         ci_high=_finite(high), n_cases=len(found.get("case_diffs") or []) or found.get("pools", 0),
-        scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(_clean(evidence)),
+        scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(json_safe(evidence)),
     )
 
 
@@ -131,14 +131,3 @@ def _fmt(value) -> str:
 def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
-
-def _clean(value):
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, (np.bool_, np.integer, np.floating)):
-        return _clean(value.item())
-    return value

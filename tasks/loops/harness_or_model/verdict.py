@@ -13,7 +13,7 @@ from prefect import task
 
 from schemas.ids import derived_id
 from schemas.rows import DistillateRow, GateDecisionRow
-from tasks.gate.evidence import dump_evidence
+from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.loops.harness_or_model.arms import Arm
 from tasks.loops.harness_or_model.evidence import (CostAudit, Difference, Run, cost_audit, group_permutation_p,
                                                    paired_difference, task_means)
@@ -44,7 +44,7 @@ def audit(ref: RunRef, ids: dict[str, str]) -> None:
         found = audit_of(ref, runs)
         missing = sorted(r.execution_id for r in runs if r.usage is None)
         return [DistillateRow(run_id=ref.run_id, distillate_id=derived_id(ref.run_id, "cost_audit"), round=0,
-                              kind="cost_audit", content=json.dumps(_jsonable(asdict(found)), sort_keys=True),
+                              kind="cost_audit", content=json.dumps(json_safe(asdict(found)), sort_keys=True),
                               uri=None, source_execution_ids=missing, support=len(runs), status="active")]
 
     once(ref, "distillates", "distill", "cost-audit", rows)
@@ -127,19 +127,9 @@ def _row(ref: RunRef, ids: dict[str, str], arms: tuple[Arm, Arm], gate: str, del
         gate=gate, baseline_id=ids[a.name], decision="accept" if shown else "reject", reason=reason,
         improved_cases=[], regressed_cases=[], select_score=None, baseline_score=None, delta=finite(delta),
         ci_low=finite(ci[0]), ci_high=finite(ci[1]), n_cases=n, scorer_version=anchored_scorer_version(ref),
-        evidence_json=dump_evidence(_jsonable({**evidence, "baseline": a.name, "candidate": b.name})),
+        evidence_json=dump_evidence(json_safe({**evidence, "baseline": a.name, "candidate": b.name})),
     )
 
-
-def _jsonable(value):
-    """Infinite and nan floats as None (JSON has neither), recursively."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def protocol_summary(ref: RunRef) -> dict[str, object]:
