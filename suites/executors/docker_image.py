@@ -3,16 +3,16 @@
 No registry is reachable, so the image is not pulled: its root file system is this
 interpreter (at its own prefix, whose absolute RUNPATH the binary carries), its
 standard library without the parts no candidate needs (tests, tkinter, idle, ensurepip,
-the prefix's own site-packages), numpy from the environment in the image's
-site-packages, and the shared libraries ``ldd`` names for all of them (the dynamic
+the prefix's own site-packages), numpy and scipy from the environment (without their
+tests) in the image's site-packages, and the shared libraries ``ldd`` names for all of them (the dynamic
 loader included), laid out under the host's /lib, /lib64 and /bin links. Nothing else:
 no shell, no package manager, no project source; the harness and the request enter
 each container through its sandbox directory, as under bubblewrap.
 
 The rootfs is streamed as a tar (sorted entries, mtime 0, owner root, modes kept) into
-``docker import``. Its tag is the sha256 of exactly what goes in (every entry's name,
-mode and content), so an image is built once per distinct input and rebuilt only when
-the interpreter, numpy or a library changes. ``python -m suites.executors.docker_image``
+``docker import``. Its tag is a sha256 of this recipe and of every input file's name,
+mode, size and modification time (``image_tag``), so an image is built once per
+distinct input and rebuilt only when the interpreter, numpy, scipy or a library changes. ``python -m suites.executors.docker_image``
 builds it (or says it exists) and prints the tag.
 """
 
@@ -20,25 +20,26 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import os
 import re
 import subprocess
 import sys
 import sysconfig
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import BinaryIO, Iterator, Sequence
 
 REPOSITORY = "ratchet-sandbox"
 SANDBOX_DIR = "/sandbox"
 """Where each container sees its sandbox directory (the one writable bind)."""
 _SKIPPED_STDLIB = frozenset({"test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
-                             "site-packages", "pydoc_data", "unittest", "venv", "distutils"})
+                             "site-packages", "pydoc_data", "venv", "distutils"})
 _SKIPPED_DIRS = frozenset({"tests", "test"})
-_PACKAGES = ("numpy",)
-"""Packages of the environment a candidate may import (each with its ``<name>.libs``)."""
+_PACKAGES = ("numpy", "scipy")
+"""Packages of the environment a candidate may import (each with its ``<name>.libs``):
+what the built-in suites' programs import (circle_packing's seed calls scipy's linprog)."""
 _EMPTY_DIRS = ("/etc", "/proc", "/sys", "/dev", "/tmp", SANDBOX_DIR)
 _LDD = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x")
 
@@ -92,6 +93,7 @@ def _shared_libraries(binaries: Sequence[str]) -> list[str]:
     return sorted(libraries)
 
 
+@functools.lru_cache(maxsize=None)
 def manifest() -> dict[str, str]:
     """Image path -> host path of every file of the rootfs (libraries by the names the
     loader looks for; symlinks among them are added as links by ``_entries``)."""
@@ -110,10 +112,11 @@ def manifest() -> dict[str, str]:
     return files
 
 
-def _entries(files: dict[str, str]) -> Iterator[tuple[tarfile.TarInfo, bytes | None]]:
-    """The rootfs as sorted tar entries: the top-level links (/lib -> usr/lib ...) as on
-    the host, parent directories, then every file (a symlink resolved to a copy)."""
-    members: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
+def _entries(files: dict[str, str]) -> list[tuple[tarfile.TarInfo, str | None]]:
+    """The rootfs as sorted tar entries, each with the host file to copy (None for a
+    link or a directory): the top-level links (/lib -> usr/lib ...) as on the host,
+    parent directories, then every file (a symlink resolved to a copy)."""
+    members: dict[str, tuple[tarfile.TarInfo, str | None]] = {}
 
     def add_dir(path: str) -> None:
         while path not in ("/", "") and path not in members:
@@ -135,27 +138,37 @@ def _entries(files: dict[str, str]) -> Iterator[tuple[tarfile.TarInfo, bytes | N
             if image_path.startswith(top + "/"):
                 image_path = os.path.join(os.path.dirname(top), target, image_path[len(top) + 1 :])
         add_dir(os.path.dirname(image_path))
-        with open(host_path, "rb") as handle:
-            data = handle.read()
+        stat = os.stat(host_path)
         info = tarfile.TarInfo(image_path.lstrip("/"))
-        info.size, info.mode = len(data), os.stat(host_path).st_mode & 0o755
-        members[image_path] = (info, data)
-    for path in sorted(members):
-        yield members[path]
+        info.size, info.mode, info.mtime = stat.st_size, stat.st_mode & 0o755, stat.st_mtime_ns
+        members[image_path] = (info, host_path)
+    return [members[path] for path in sorted(members)]
 
 
 @functools.lru_cache(maxsize=None)
-def rootfs() -> tuple[str, bytes]:
-    """The image's tag and its rootfs tar (built in memory; about as big as the image)."""
-    digest = hashlib.sha256()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for info, data in _entries(manifest()):
+def image_tag() -> str:
+    """``ratchet-sandbox:<hash>``: the sha256 of this recipe's source and of every
+    entry's name, type, mode, link, size and host modification time, so any change of
+    an input (a new numpy, a rebuilt interpreter) makes a new tag, and an unchanged
+    machine reuses its image without reading the files again."""
+    digest = hashlib.sha256(open(__file__, "rb").read())
+    for info, host_path in _entries(manifest()):
+        digest.update(f"{info.name}\0{info.type!r}\0{info.mode:o}\0{info.linkname}\0{info.size}\0"
+                      f"{info.mtime}\0{host_path}\n".encode())
+    return f"{REPOSITORY}:{digest.hexdigest()[:16]}"
+
+
+def write_rootfs(sink: BinaryIO) -> None:
+    """Stream the rootfs tar to ``sink``: the same bytes for the same files (entries
+    sorted, mtime 0, owner root)."""
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as tar:
+        for info, host_path in _entries(manifest()):
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "root", "root"
-            digest.update(f"{info.name}\0{info.type!r}\0{info.mode:o}\0{info.linkname}\0".encode())
-            digest.update(hashlib.sha256(data or b"").digest())
-            tar.addfile(info, None if data is None else io.BytesIO(data))
-    return f"{REPOSITORY}:{digest.hexdigest()[:16]}", buffer.getvalue()
+            if host_path is None:
+                tar.addfile(info)
+                continue
+            with open(host_path, "rb") as handle:
+                tar.addfile(info, handle)
 
 
 def image_exists(docker: list[str], tag: str) -> bool:
@@ -164,12 +177,24 @@ def image_exists(docker: list[str], tag: str) -> bool:
 
 
 def ensure_image(docker: list[str]) -> str:
-    """The sandbox image's tag, imported into the engine first when it lacks it."""
-    tag, tar = rootfs()
-    if not image_exists(docker, tag):
-        done = subprocess.run([*docker, "import", "-", tag], input=tar, capture_output=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"`docker import` of the sandbox image {tag} failed: {done.stderr.decode().strip()}")
+    """The sandbox image's tag, imported into the engine first (the rootfs streamed into
+    ``docker import``) when it lacks it."""
+    tag = image_tag()
+    if image_exists(docker, tag):
+        return tag
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen([*docker, "import", "-", tag], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=errors)
+        assert proc.stdin is not None
+        try:
+            write_rootfs(proc.stdin)
+        except BrokenPipeError:
+            pass  # docker import ended early; its exit status and stderr say why
+        finally:
+            proc.stdin.close()
+        if proc.wait() != 0:
+            errors.seek(0)
+            raise RuntimeError(f"`docker import` of the sandbox image {tag} failed: {errors.read().decode().strip()}")
     return tag
 
 
@@ -177,13 +202,15 @@ def main() -> None:
     from suites.executors.docker import docker_command
 
     started = time.perf_counter()
-    tag, tar = rootfs()
-    built = time.perf_counter()
+    tag = image_tag()
+    tagged = time.perf_counter()
     docker = docker_command()
     existed = image_exists(docker, tag)
     ensure_image(docker)
-    print(f"{tag}: rootfs {len(tar) / 1e6:.1f} MB, {len(manifest())} files, made in {built - started:.2f} s; "
-          f"{'already in the engine' if existed else f'imported in {time.perf_counter() - built:.2f} s'}")
+    size = subprocess.run([*docker, "image", "inspect", "--format", "{{.Size}}", tag], capture_output=True, text=True)
+    print(f"{tag}: {len(manifest())} files, tagged in {tagged - started:.2f} s; "
+          f"{'already in the engine' if existed else f'imported in {time.perf_counter() - tagged:.2f} s'}; "
+          f"image size {int(size.stdout) / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":
