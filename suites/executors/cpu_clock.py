@@ -16,7 +16,8 @@ from suites.executors.base import SandboxError
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _HAS_CHILDREN_FILE = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # CONFIG_PROC_CHILDREN
-_CGROUP_FILES = (
+CGROUP_FILES = (
+    # (file, seconds per unit) where a container's CPU time may be, by cgroup version and driver
     ("/sys/fs/cgroup/cpuacct/docker/{id}/cpuacct.usage", 1e-9),  # cgroup v1, cgroupfs driver
     ("/sys/fs/cgroup/cpu,cpuacct/docker/{id}/cpuacct.usage", 1e-9),
     ("/sys/fs/cgroup/docker/{id}/cpu.stat", 1e-6),  # cgroup v2: usage_usec
@@ -71,9 +72,10 @@ class ContainerClock:
     whose cgroup is in none of the known places is a SandboxError, never an unlimited
     candidate. Read only once the harness is ready, so the container exists then."""
 
-    def __init__(self, cidfile: str, client_pidfd: int) -> None:
+    def __init__(self, cidfile: str, client_pidfd: int, places: tuple[tuple[str, float], ...] = CGROUP_FILES) -> None:
         self.cidfile = cidfile
         self.client_pidfd = client_pidfd
+        self.places = places
         self.path: tuple[str, float] | None = None
         self.last = 0.0
 
@@ -83,7 +85,7 @@ class ContainerClock:
                 container_id = handle.read().strip()
         except FileNotFoundError:
             return None
-        for pattern, scale in _CGROUP_FILES:
+        for pattern, scale in self.places:
             path = pattern.format(id=container_id)
             if container_id and os.path.exists(path):
                 return path, scale
@@ -97,7 +99,7 @@ class ContainerClock:
                     return self.last  # the container already ended
                 raise SandboxError(
                     f"the cgroup of the container in {self.cidfile} is in none of the places known "
-                    f"({', '.join(p for p, _ in _CGROUP_FILES)}), so its CPU time cannot be limited"
+                    f"({', '.join(p for p, _ in self.places)}), so its CPU time cannot be limited"
                 )
         path, scale = self.path
         try:
