@@ -25,7 +25,6 @@ SandboxError that says how to start one.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import secrets
@@ -110,12 +109,14 @@ class DockerExecutor(SubprocessExecutor):
                 os.chown(path, uid, uid)
         read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # no writer yet: not readable until the harness opens it
         name = f"ratchet-sbx-{secrets.token_hex(8)}"
-        cidfile = sandbox_dir + ".cid"  # beside the sandbox directory, out of the candidate's reach
+        cid_dir = tempfile.mkdtemp(prefix="ratchet-cid-", dir=self.tmp_root)  # ours alone (0700), not bound in
+        cidfile = os.path.join(cid_dir, "cid")
         argv = self._argv(sandbox_dir, name, cidfile, uid)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         except OSError as exc:
             os.close(read_fd)
+            shutil.rmtree(cid_dir)
             raise SandboxError(f"could not start `{argv[0]}`: {exc}") from exc
         pidfd = os.pidfd_open(proc.pid)
 
@@ -125,8 +126,7 @@ class DockerExecutor(SubprocessExecutor):
             finally:
                 os.close(pidfd)
                 os.close(read_fd)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(cidfile)
+                shutil.rmtree(cid_dir)
 
         return Child(proc, read_fd, pidfd, ContainerClock(cidfile, pidfd), stop_child)
 

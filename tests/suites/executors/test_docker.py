@@ -159,3 +159,33 @@ def test_what_the_suites_import_works_in_the_image(docker_executor):
     ).lstrip()
     [result] = docker_executor(timeout_s=10.0).run(source, RUNNER, "solve", [Case("c", "train", {})])
     assert (result.status, result.output) == ("ok", [1.6, 1.2, 10.0]), result.error
+
+
+@pytest.mark.integration
+def test_a_memory_bomb_spread_over_processes_meets_the_container_limit(docker_executor):
+    """Each of four forks stays under RLIMIT_AS (256 MiB) with 200 MiB, but together they
+    would exceed the container's --memory (256 + 64 MiB): the kernel's OOM killer SIGKILLs
+    forks until the rest fit, so at most one of them (320 // 200) lives to exit by itself."""
+    source = textwrap.dedent(
+        """
+        import os, time
+
+        def solve():
+            children = []
+            for _ in range(4):
+                pid = os.fork()
+                if pid == 0:
+                    block = bytearray(200 * 1024 * 1024)
+                    for i in range(0, len(block), 4096):
+                        block[i] = 1
+                    time.sleep(3)
+                    os._exit(0)
+                children.append(pid)
+            return sorted(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children)
+        """
+    ).lstrip()
+    executor = docker_executor(memory_mb=256, max_processes=16, timeout_s=5.0)
+    [result] = executor.run(source, RUNNER, "solve", [Case("a", "train", {})])
+    assert result.status == "ok", result.error
+    assert len(result.output) == 4 and set(result.output) <= {0, -9}
+    assert result.output.count(0) <= 1, result.output
