@@ -70,7 +70,8 @@ def measure_batches(batches: int) -> None:
     bwrap = batch_seconds(SubprocessExecutor(config, isolation="bwrap"), batches)
     docker = batch_seconds(DockerExecutor(config), batches)
     for name, seconds in (("bwrap", bwrap), ("docker", docker)):
-        print(f"one batch (1 trivial case), {name}: median {statistics.median(seconds):.3f} s, max {max(seconds):.3f} s "
+        print(f"one batch (1 trivial case), {name}: median {statistics.median(seconds):.3f} s, "
+              f"max {max(seconds):.3f} s "
               f"over {batches}")
     print(f"docker / bwrap per batch (medians): {statistics.median(docker) / statistics.median(bwrap):.1f}x")
 
@@ -109,7 +110,8 @@ def measure_runs(base: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=None, help="where the two runs' stores and logs go (default: a temp dir)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where the two runs' stores and logs go (default: a temp dir)")
     args = parser.parse_args()
     base = args.out or Path(tempfile.mkdtemp(prefix="ratchet-docker-bench-"))
     measure_image()

@@ -50,11 +50,14 @@ _START_HINT = (
     "start one with `sudo infra/dockerd.sh` and `export DOCKER_HOST=unix:///tmp/dockerd/docker.sock` "
     "(or `systemctl start docker`), or run with --set sandbox.kind=subprocess"
 )
+
+
 def docker_command() -> list[str]:
     """The docker CLI, or a SandboxError naming the package."""
     tool = shutil.which("docker")
     if tool is None:
-        raise SandboxError(f"the docker executor needs the docker CLI on PATH (Debian package docker.io); {_START_HINT}")
+        raise SandboxError(f"the docker executor needs the docker CLI on PATH (Debian package docker.io); "
+                           f"{_START_HINT}")
     return [tool]
 
 
@@ -147,9 +150,12 @@ class DockerExecutor(SubprocessExecutor):
 
     def _stop(self, proc: subprocess.Popen, pidfd: int, name: str) -> None:
         """Kill the container unless it ended, and wait for the client (which, with
-        --rm, returns once the engine has removed it)."""
+        --rm, returns once the engine has removed it). A client that was itself killed
+        left its container to the engine, so that one is removed by force."""
         if proc.poll() is None:
             subprocess.run([*self.docker, "kill", name], capture_output=True, timeout=_KILL_TIMEOUT_S)
+        elif proc.returncode < 0:
+            subprocess.run([*self.docker, "rm", "--force", name], capture_output=True, timeout=_KILL_TIMEOUT_S)
         try:
             proc.wait(timeout=_KILL_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -4,16 +4,17 @@ No registry is reachable, so the image is not pulled: its root file system is th
 interpreter (at its own prefix, whose absolute RUNPATH the binary carries), its
 standard library without the parts no candidate needs (tests, tkinter, idle, ensurepip,
 the prefix's own site-packages), numpy and scipy from the environment (without their
-tests) in the image's site-packages, and the shared libraries ``ldd`` names for all of them (the dynamic
-loader included), laid out under the host's /lib, /lib64 and /bin links. Nothing else:
-no shell, no package manager, no project source; the harness and the request enter
-each container through its sandbox directory, as under bubblewrap.
+tests) in the image's site-packages, and the shared libraries ``ldd`` names for all of
+them (the dynamic loader included), laid out under the host's /lib, /lib64 and /bin
+links. Nothing else: no shell, no package manager, no project source; the harness and
+the request enter each container through its sandbox directory, as under bubblewrap.
 
 The rootfs is streamed as a tar (sorted entries, mtime 0, owner root, modes kept) into
 ``docker import``. Its tag is a sha256 of this recipe and of every input file's name,
 mode, size and modification time (``image_tag``), so an image is built once per
-distinct input and rebuilt only when the interpreter, numpy, scipy or a library changes. ``python -m suites.executors.docker_image``
-builds it (or says it exists) and prints the tag.
+distinct input and rebuilt only when the interpreter, numpy, scipy or a library
+changes. ``python -m suites.executors.docker_image`` builds it (or says it exists) and
+prints the tag.
 """
 
 from __future__ import annotations

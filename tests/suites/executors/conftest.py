@@ -1,6 +1,7 @@
 """Fixtures for the executor tests: the subprocess executor under every isolation level
-this machine supports, and the docker executor where an engine answers (a level that does not work here is skipped, with the reason),
-with its sandbox directories under a per-test root so that leftovers can be found."""
+this machine supports and the docker executor where an engine answers (a level that
+does not work here is skipped, with the reason), with its sandbox directories under a
+per-test root so that leftovers can be found."""
 
 from __future__ import annotations
 

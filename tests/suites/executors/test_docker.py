@@ -22,7 +22,8 @@ from suites.executors import docker_image
 from suites.executors.docker import DockerExecutor
 
 RUNNER = "def run(fn, payload):\n    return fn(**payload)\n"
-needs_cli = pytest.mark.skipif(shutil.which("docker") is None, reason="no docker CLI on PATH (Debian package docker.io)")
+needs_cli = pytest.mark.skipif(shutil.which("docker") is None,
+                               reason="no docker CLI on PATH (Debian package docker.io)")
 
 
 @pytest.fixture
@@ -114,7 +115,8 @@ def test_containers_are_removed_after_a_batch_and_after_a_kill(docker_executor):
     executor = docker_executor(timeout_s=0.5)
     before = _sandbox_containers(executor)
     source = "def solve(spin):\n    while spin:\n        pass\n    return 1\n"
-    results = executor.run(source, RUNNER, "solve", [Case("a", "train", {"spin": True}), Case("b", "train", {"spin": False})])
+    batch = [Case("a", "train", {"spin": True}), Case("b", "train", {"spin": False})]
+    results = executor.run(source, RUNNER, "solve", batch)
     assert [r.status for r in results] == ["timeout", "ok"]
     assert "CPU-time limit of 0.5 s" in results[0].error
     assert _sandbox_containers(executor) == before
