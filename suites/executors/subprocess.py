@@ -46,6 +46,9 @@ A candidate shares its process with the harness, so it can tamper with what the 
 reports about its own case (``transcript.py`` says what the parent accepts). That is
 harmless because the suite's trusted scorer, in the parent, re-judges every output.
 
+The docker executor (``docker.py``) reuses all of this with its own ``_launch``: a
+container instead of a child, the container's cgroup as the CPU clock instead of /proc.
+
 Linux only (pidfd, kernel 5.3 or later). Not bounded: the number of files a candidate creates in its directory (each at most
 max_output_bytes) within its time; bubblewrap 0.8 has no size option for a tmpfs.
 """
