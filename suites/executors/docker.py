@@ -2,7 +2,7 @@
 
 Each batch runs in a fresh container of the offline sandbox image (``docker_image.py``):
 
-    docker run --rm --init --network none --read-only --tmpfs /tmp:size=64m,noexec,nosuid,nodev
+    docker run --rm --pull=never --init --network none --read-only --tmpfs /tmp:size=64m,noexec,nosuid,nodev
       --memory M --memory-swap M --cpus 1 --pids-limit P --user UID:UID --cap-drop ALL
       --security-opt no-new-privileges --log-driver none -v SANDBOX_DIR:/sandbox ...
 
@@ -16,7 +16,8 @@ wall-clock backstops; the same results lines (``transcript.py``), so the rows ar
 same in shape, with ``extra["executor"] = extra["isolation"] = "docker"``. The
 candidate's uid is fresh per container when we are root (as ``sandbox.py`` draws it),
 else our own. Past a limit, ``docker kill`` ends the container and with it every
-process inside; ``--rm`` removes it.
+process inside; ``--rm`` removes it. ``--pull=never``: an image missing from the engine
+is an error at once, never an attempt to reach a registry.
 
 The engine is the one ``$DOCKER_HOST`` names (the docker CLI's default otherwise);
 ``infra/dockerd.sh`` starts one on a machine without systemd. No engine answering is a
@@ -139,7 +140,7 @@ class DockerExecutor(SubprocessExecutor):
         env = [f"--env={key}={value}" for key, value in scrubbed_env(SANDBOX_DIR).items()]
         inside = [os.path.join(SANDBOX_DIR, f) for f in ("harness.py", "results.fifo", "stdout.txt", "stderr.txt")]
         return [
-            *self.docker, "run", "--rm", "--init", f"--name={name}", f"--cidfile={cidfile}",
+            *self.docker, "run", "--rm", "--pull=never", "--init", f"--name={name}", f"--cidfile={cidfile}",
             "--network=none", "--read-only", f"--tmpfs=/tmp:rw,size={TMPFS_MB}m,noexec,nosuid,nodev",
             f"--memory={memory}", f"--memory-swap={memory}", f"--cpus={CPUS:g}",
             f"--pids-limit={config.max_processes + 1}",  # + docker-init

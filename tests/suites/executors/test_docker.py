@@ -191,3 +191,11 @@ def test_a_memory_bomb_spread_over_processes_meets_the_container_limit(docker_ex
     assert result.status == "ok", result.error
     assert len(result.output) == 4 and set(result.output) <= {0, -9}
     assert result.output.count(0) <= 1, result.output
+
+
+@pytest.mark.integration
+def test_an_image_missing_from_the_engine_is_our_error_without_a_pull(docker_executor):
+    executor = docker_executor()
+    executor.image = "ratchet-sandbox:0000000000000000"  # as if removed after the check
+    with pytest.raises(SandboxError, match="the sandbox harness did not start .*No such image: ratchet-sandbox:0{16}"):
+        executor.run("def solve():\n    return 1\n", RUNNER, "solve", [Case("c", "train", {})])
