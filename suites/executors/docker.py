@@ -3,7 +3,7 @@
 Each batch runs in a fresh container of the offline sandbox image (``docker_image.py``):
 
     docker run --rm --pull=never --init --network none --read-only --tmpfs /tmp:size=64m,noexec,nosuid,nodev
-      --memory M --memory-swap M --cpus 1 --pids-limit P --user UID:UID --cap-drop ALL
+      --memory M --memory-swap M --cpus 1 --cpuset-cpus OURS --pids-limit P --user UID:UID --cap-drop ALL
       --security-opt no-new-privileges --log-driver none -v SANDBOX_DIR:/sandbox ...
 
 with the sandbox directory (request.json, harness.py, stdout.txt, stderr.txt, and a FIFO
@@ -17,7 +17,9 @@ same in shape, with ``extra["executor"] = extra["isolation"] = "docker"``. The
 candidate's uid is fresh per container when we are root (as ``sandbox.py`` draws it),
 else our own. Past a limit, ``docker kill`` ends the container and with it every
 process inside; ``--rm`` removes it. ``--pull=never``: an image missing from the engine
-is an error at once, never an attempt to reach a registry.
+is an error at once, never an attempt to reach a registry. ``--cpuset-cpus`` is this
+process's CPU affinity, which a subprocess child would inherit (a run pinned with
+``taskset`` keeps its candidates on its cores).
 
 The engine is the one ``$DOCKER_HOST`` names (the docker CLI's default otherwise);
 ``infra/dockerd.sh`` starts one on a machine without systemd. No engine answering is a
@@ -139,10 +141,11 @@ class DockerExecutor(SubprocessExecutor):
         memory = f"{config.memory_mb + TMPFS_MB}m"
         env = [f"--env={key}={value}" for key, value in scrubbed_env(SANDBOX_DIR).items()]
         inside = [os.path.join(SANDBOX_DIR, f) for f in ("harness.py", "results.fifo", "stdout.txt", "stderr.txt")]
+        cpuset = ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0)))  # ours, as a child would inherit
         return [
             *self.docker, "run", "--rm", "--pull=never", "--init", f"--name={name}", f"--cidfile={cidfile}",
             "--network=none", "--read-only", f"--tmpfs=/tmp:rw,size={TMPFS_MB}m,noexec,nosuid,nodev",
-            f"--memory={memory}", f"--memory-swap={memory}", f"--cpus={CPUS:g}",
+            f"--memory={memory}", f"--memory-swap={memory}", f"--cpus={CPUS:g}", f"--cpuset-cpus={cpuset}",
             f"--pids-limit={config.max_processes + 1}",  # + docker-init
             f"--user={uid}:{uid}", "--cap-drop=ALL", "--security-opt=no-new-privileges", "--log-driver=none",
             f"--mount=type=bind,source={sandbox_dir},target={SANDBOX_DIR}", f"--workdir={SANDBOX_DIR}",
