@@ -116,11 +116,10 @@ def check_suites(config: RunConfig) -> None:
     from tasks.runtime.context import make_suite
 
     if LOOP_SPECS[config.loop].modifies != "weights":  # candidates are code: refuse an uncontained sandbox now
-        from suites.executors import SandboxError
-        from suites.executors.sandbox import resolve_isolation
+        from suites.executors import SandboxError, make_executor
 
         try:
-            resolve_isolation()
+            make_executor(config.sandbox)  # subprocess: resolves the isolation; docker: reaches the engine, builds the image
         except SandboxError as exc:
             raise UsageError(str(exc)) from None
     for name in suite_names(config):

@@ -64,8 +64,9 @@ class SandboxConfig(Config):
     Loading the runner and the program in a fresh child (imports, module-level code)
     has its own allowance, `load_limit_s`, charged to no case."""
 
-    kind: Literal["subprocess", "inprocess"] = "subprocess"
-    """`subprocess` for untrusted code; `inprocess` only for trusted code."""
+    kind: Literal["subprocess", "docker", "inprocess"] = "subprocess"
+    """`subprocess` (bubblewrap) or `docker` (a container per batch; needs a running
+    engine) for untrusted code; `inprocess` only for trusted code."""
     timeout_s: float = Field(10.0, gt=0)
     """Time limit per case: the CPU-time limit unless `cpu_limit_s` is set, and so the
     base of the wall-clock backstop; past either, the whole sandbox is killed."""

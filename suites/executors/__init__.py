@@ -1,5 +1,6 @@
 """Executors run candidate programs on cases: ``subprocess`` (default, sandboxed, for
-untrusted code) and ``inprocess`` (trusted code only). See DESIGN.md, "Execution of
+untrusted code), ``docker`` (the same harness in a container) and ``inprocess``
+(trusted code only). See DESIGN.md, "Execution of
 candidates"."""
 
 from __future__ import annotations
@@ -16,4 +17,8 @@ def make_executor(config: SandboxConfig) -> Executor:
     """The executor ``config.kind`` names, with its limits."""
     if config.kind == "inprocess":
         return InProcessExecutor(max_output_bytes=config.max_output_bytes)
+    if config.kind == "docker":
+        from suites.executors.docker import DockerExecutor  # builds its image on first use
+
+        return DockerExecutor(config)
     return SubprocessExecutor(config)

@@ -1,11 +1,11 @@
 """The sandboxed child's side of the subprocess executor, and the per-case logic that
 the in-process executor shares with it.
 
-Run as a script inside the sandbox (``python -s -S -P -B harness.py RESULTS_FD`` with the
-sandbox directory as cwd, holding ``request.json``). Before any candidate code exists in
+Run as a script inside the sandbox (``python -s -S -P -B harness.py RESULTS [STDOUT
+STDERR]`` with the sandbox directory as cwd, holding ``request.json``). Before any candidate code exists in
 the process it applies the rlimits and, when started as root, drops to the sandbox uid.
 Then it loads the runner and the program, runs the cases in order, and writes one JSON
-line per event to RESULTS_FD, a pipe the parent reads as lines arrive, so the results of
+line per event to RESULTS, a pipe the parent reads as lines arrive, so the results of
 finished cases survive a later crash:
 
     {"event": "ready"}                                   limits applied, uid dropped
@@ -218,9 +218,19 @@ def load(
     return run, fn
 
 
+def _open_channels(argv: list[str]) -> int:
+    """The results pipe, ``argv[1]``: a descriptor number, or the path of a FIFO where no
+    descriptor can be passed in (a container). ``argv[2:4]``, when given, are files that
+    become stdout and stderr (a container's own streams would pass through its engine)."""
+    fd = int(argv[1]) if argv[1].isdigit() else os.open(argv[1], os.O_WRONLY)
+    for target, path in zip((1, 2), argv[2:4]):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_APPEND), target)
+    return fd
+
+
 def main(argv: list[str]) -> None:
-    """Serve one request (see the module docstring); argv[1] is the results pipe."""
-    fd = int(argv[1])
+    """Serve one request (see the module docstring and ``_open_channels``)."""
+    fd = _open_channels(argv)
     with open("request.json", encoding="utf-8") as handle:
         request = json.load(handle)
     _apply_limits(request["limits"], request["drop_to"])

@@ -46,6 +46,9 @@ A candidate shares its process with the harness, so it can tamper with what the 
 reports about its own case (``transcript.py`` says what the parent accepts). That is
 harmless because the suite's trusted scorer, in the parent, re-judges every output.
 
+The docker executor (``docker.py``) reuses all of this with its own ``_launch``: a
+container instead of a child, the container's cgroup as the CPU clock instead of /proc.
+
 Linux only (pidfd, kernel 5.3 or later). Not bounded: the number of files a candidate creates in its directory (each at most
 max_output_bytes) within its time; bubblewrap 0.8 has no size option for a tmpfs.
 """
@@ -58,16 +61,18 @@ import os
 import select
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import IO, Callable, Literal, Sequence
 
 from schemas.configs import SandboxConfig
 from suites.base import Case, CaseResult
 from suites.executors.base import Executor, SandboxError
+from suites.executors.cpu_clock import tree_cpu_s
 from suites.executors.sandbox import plan_launch, resolve_isolation, sandbox_uid, start, stop
 from suites.executors.transcript import Record, Transcript
 
@@ -75,8 +80,6 @@ STARTUP_TIMEOUT_S = 30.0
 """Wall-clock time the harness may take to start (before any candidate code runs)."""
 _MIN_POLL_S = 0.01
 _CPUS = os.cpu_count() or 1
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-_HAS_CHILDREN_FILE = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # CONFIG_PROC_CHILDREN
 _NOFILE = 256
 _STDERR_TAIL_BYTES = 4096
 _READ_BYTES = 1 << 20
@@ -114,6 +117,19 @@ class _Cut:
 
 
 @dataclass(frozen=True)
+class Child:
+    """A started child: its process (for the docker executor, the engine's client), the
+    read end of its results pipe, a pidfd of the process, the clock of the CPU time the
+    sandbox used so far, and what kills all of it and closes the descriptors."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    pidfd: int
+    cpu_s: Callable[[], float]
+    stop: Callable[[], None]
+
+
+@dataclass(frozen=True)
 class _Ending:
     """How a child's run ended: killed past a limit (``cut``) or not, its exit status,
     and when we stopped watching it."""
@@ -129,6 +145,8 @@ class SubprocessExecutor(Executor):
     ``isolation`` forces a level (``bwrap``, ``unshare``, ``none``) instead of the
     strongest available one or $RATCHET_SANDBOX_ISOLATION; ``tmp_root`` is where the
     per-child directories are made (default: the system temp dir)."""
+
+    name = "subprocess"
 
     def __init__(
         self, config: SandboxConfig = SandboxConfig(), *, isolation: str | None = None, tmp_root: str | None = None
@@ -193,11 +211,22 @@ class SubprocessExecutor(Executor):
         self, sandbox_dir: str, request: dict, cases: list[Case], out: IO[bytes], err: IO[bytes]
     ) -> tuple[Transcript, _Ending]:
         """Start the child, read its events until done, and kill what is left of it."""
+        child = self._launch(sandbox_dir, request, out, err)
+        transcript = Transcript(cases, self.config.max_output_bytes)
+        try:
+            cut = _watch(child.read_fd, child.pidfd, child.cpu_s, transcript, self._limit)
+            ending_at = time.monotonic()
+        finally:
+            child.stop()
+        return transcript, _Ending(cut, child.proc.returncode, ending_at)
+
+    def _launch(self, sandbox_dir: str, request: dict, out: IO[bytes], err: IO[bytes]) -> Child:
+        """Write the sandbox files and start the harness under ``self.isolation``."""
         uid = sandbox_uid()
         read_fd, write_fd = os.pipe()
         plan = plan_launch(self.isolation, sandbox_dir, write_fd)
         try:
-            _write_sandbox_files(sandbox_dir, {**request, "sys_path": plan.sys_path, "drop_to": uid})
+            write_sandbox_files(sandbox_dir, {**request, "sys_path": plan.sys_path, "drop_to": uid})
             if uid is not None:
                 os.chown(sandbox_dir, uid, uid)
             proc = start(plan, sandbox_dir, write_fd, out, err)
@@ -208,15 +237,15 @@ class SubprocessExecutor(Executor):
             plan.close()
             os.close(write_fd)
         pidfd = os.pidfd_open(proc.pid)
-        transcript = Transcript(cases, self.config.max_output_bytes)
-        try:
-            cut = _watch(read_fd, pidfd, proc.pid, transcript, self._limit)
-            ending_at = time.monotonic()
-        finally:
-            stop(proc, pidfd, self.isolation, uid)
-            os.close(pidfd)
-            os.close(read_fd)
-        return transcript, _Ending(cut, proc.returncode, ending_at)
+
+        def stop_child() -> None:
+            try:
+                stop(proc, pidfd, self.isolation, uid)
+            finally:
+                os.close(pidfd)
+                os.close(read_fd)
+
+        return Child(proc, read_fd, pidfd, partial(tree_cpu_s, proc.pid), stop_child)
 
     def _results(
         self, cases: list[Case], transcript: Transcript, ending: _Ending, out: IO[bytes], err: IO[bytes]
@@ -224,7 +253,7 @@ class SubprocessExecutor(Executor):
         """One result per case the child finished, plus the failure of the case it was
         running when it ended (of every case, when it ended while loading the program)."""
         stdout_bytes = os.fstat(out.fileno()).st_size
-        extra: dict = {"executor": "subprocess", "isolation": self.isolation, "stdout_bytes": stdout_bytes}
+        extra: dict = {"executor": self.name, "isolation": self.isolation, "stdout_bytes": stdout_bytes}
         if transcript.violations:
             extra["protocol_violations"] = transcript.violations
         if transcript.load_failure is not None:
@@ -272,13 +301,13 @@ class SubprocessExecutor(Executor):
 
 
 def _watch(
-    read_fd: int, pidfd: int, root_pid: int, transcript: Transcript, limit_of: Callable[[Transcript], _Limit]
+    read_fd: int, pidfd: int, cpu_of: Callable[[], float], transcript: Transcript, limit_of: Callable[[Transcript], _Limit]
 ) -> _Cut | None:
     """Read events until every case has its outcome, the child ends (then None), or the
     current step exceeds a limit (then the cut). Each accepted event (ready, loaded, a
     result) begins the next step, with the allowance ``limit_of`` gives it."""
     os.set_blocking(read_fd, False)
-    step = _Step(root_pid, limit_of(transcript))
+    step = _Step(cpu_of, limit_of(transcript))
     watched = [read_fd, pidfd]
     while not transcript.complete:
         cut, wait = step.check()
@@ -293,7 +322,7 @@ def _watch(
             if not chunk:
                 watched = [pidfd]  # every writer closed the pipe; wait for the child to end
             elif transcript.feed(chunk) and not transcript.complete:
-                step = _Step(root_pid, limit_of(transcript))
+                step = _Step(cpu_of, limit_of(transcript))
         elif pidfd in readable:
             return None
     return None
@@ -303,11 +332,11 @@ class _Step:
     """The clocks of one step: wall time since it began and, when its limit has one,
     the CPU time the sandbox's process tree used since then."""
 
-    def __init__(self, root_pid: int, limit: _Limit) -> None:
-        self.root_pid = root_pid
+    def __init__(self, cpu_of: Callable[[], float], limit: _Limit) -> None:
+        self.cpu_of = cpu_of
         self.limit = limit
         self.started = time.monotonic()
-        self.cpu_start = 0.0 if limit.cpu_s is None else _tree_cpu_s(root_pid)
+        self.cpu_start = 0.0 if limit.cpu_s is None else cpu_of()
         self.cpu_used = 0.0
         self.poll_at = self.started + self._poll_interval()
 
@@ -324,55 +353,14 @@ class _Step:
         wall = now - self.started
         limit = self.limit
         if now >= self.poll_at:
-            self.cpu_used = max(0.0, _tree_cpu_s(self.root_pid) - self.cpu_start)
+            self.cpu_used = max(0.0, self.cpu_of() - self.cpu_start)
             if limit.cpu_s is not None and self.cpu_used >= limit.cpu_s:
                 return _Cut("cpu", limit.cpu_s, self.cpu_used, wall), 0.0
             self.poll_at = now + self._poll_interval()
         if wall >= limit.wall_s:
-            cpu = None if limit.cpu_s is None else max(0.0, _tree_cpu_s(self.root_pid) - self.cpu_start)
+            cpu = None if limit.cpu_s is None else max(0.0, self.cpu_of() - self.cpu_start)
             return _Cut("wall", limit.wall_s, cpu, wall), 0.0
         return None, min(limit.wall_s - wall, self.poll_at - now)
-
-
-def _tree_cpu_s(root_pid: int) -> float:
-    """User + system CPU seconds of ``root_pid`` and all its live descendants, each with
-    its reaped children's (cutime, cstime), read from /proc. A process that ends
-    meanwhile is skipped (its time moves to its parent's cutime when reaped)."""
-    ticks = 0
-    stack = [root_pid]
-    children = _children_map() if not _HAS_CHILDREN_FILE else None
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                stat = handle.read()
-            fields = stat[stat.rindex(b")") + 2 :].split()  # after "pid (comm) "; comm may hold anything
-            ticks += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-            if children is not None:
-                stack += children.get(pid, ())
-                continue
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
-                    stack += [int(child) for child in handle.read().split()]
-        except (OSError, ValueError, IndexError):
-            continue  # it ended while we looked
-    return ticks / _CLK_TCK
-
-
-def _children_map() -> dict[int, list[int]]:
-    """Every process's children by parent pid, from a scan of /proc (for kernels
-    without /proc/PID/task/TID/children)."""
-    found: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                    stat = handle.read()
-                parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            found.setdefault(parent, []).append(int(entry.name))
-    return found
 
 
 def _case_result(case: Case, record: Record, extra: dict) -> CaseResult:
@@ -393,7 +381,7 @@ def _harness_source() -> bytes:
     return (Path(__file__).parent / "harness.py").read_bytes()
 
 
-def _write_sandbox_files(sandbox_dir: str, request: dict) -> None:
+def write_sandbox_files(sandbox_dir: str, request: dict) -> None:
     try:
         text = json.dumps(request)
     except (TypeError, ValueError) as exc:
@@ -424,10 +412,10 @@ def _tail(handle: IO[bytes]) -> str:
 
 
 def _signal_number(returncode: int, isolation: str) -> int | None:
-    """The signal that ended the child: a negative code, or bwrap's 128 + signal."""
+    """The signal that ended the child: a negative code, or bwrap's (docker's) 128 + signal."""
     if returncode < 0:
         return -returncode
-    if isolation == "bwrap" and 128 < returncode < 128 + signal.NSIG:
+    if isolation in ("bwrap", "docker") and 128 < returncode < 128 + signal.NSIG:
         return returncode - 128
     return None
 

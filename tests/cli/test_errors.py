@@ -160,3 +160,13 @@ def test_no_bubblewrap_is_refused_before_any_work(tmp_path, monkeypatch):
     assert line.startswith("error: no bubblewrap sandbox here (bwrap is not on PATH")
     assert "RATCHET_SANDBOX_ISOLATION=unshare" in line
     assert not (tmp_path / "s" / "tables").exists()  # nothing ran
+
+
+@pytest.mark.skipif(not __import__("shutil").which("docker"), reason="no docker CLI on PATH (Debian package docker.io)")
+def test_the_docker_executor_without_an_engine_is_refused_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    result = runner.invoke(app, ["run", "evolve", "--store", str(tmp_path / "s"), "--set", "sandbox.kind=docker"])
+    line = one_line_error(result)
+    assert line.startswith(f"error: no Docker engine answers at unix://{tmp_path}/no-engine.sock (")
+    assert "infra/dockerd.sh" in line and "--set sandbox.kind=subprocess" in line
+    assert not (tmp_path / "s" / "tables").exists()  # nothing ran

@@ -20,7 +20,7 @@ from suites.base import Case
 
 REPO = Path(__file__).resolve().parents[3]
 RUNNER = "def run(fn, payload):\n    return fn(**payload)\n"
-CONTAINED = {"bwrap": True, "unshare": True, "none": False}
+CONTAINED = {"bwrap": True, "unshare": True, "none": False, "docker": True}
 
 PROBE = textwrap.dedent(
     """

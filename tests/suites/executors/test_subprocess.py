@@ -32,16 +32,18 @@ def cases(*payloads: dict) -> list[Case]:
 
 
 def sandbox_processes(root: str) -> list[int]:
-    """Live processes whose command line names ``root``: bwrap, unshare, the harness
-    and every fork of it carry their sandbox directory in argv."""
+    """Live processes whose command line names ``root`` (bwrap, unshare, the harness and
+    every fork of it carry their sandbox directory in argv) or whose mounts do (inside a
+    container argv names /sandbox, but the bind's source is a directory under ``root``)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmdline = (entry / "cmdline").read_bytes()
+                mounts = (entry / "mountinfo").read_bytes()
             except OSError:  # exited while we looked
                 continue
-            if root.encode() in cmdline:
+            if root.encode() in cmdline or os.path.basename(root).encode() in mounts:
                 found.append(int(entry.name))
     return found
 
@@ -60,11 +62,12 @@ def peak_rss_mb() -> float:
         ("import time\n    time.sleep(60)", {"wall_factor": 1.5}, "wall-clock limit of 1.5 s"),
     ],
 )
-def test_hang_times_out_close_to_the_limit(sandboxed, sandbox_root, hang, limits, reason):
+def test_hang_times_out_close_to_the_limit(sandboxed, sandbox_root, engine_allowance, hang, limits, reason):
     source = f"def solve(hang):\n    if not hang:\n        return 'done'\n    {hang}\n"
     started = time.monotonic()
     payloads = cases({"hang": False}, {"hang": True}, {"hang": False})
-    results = sandboxed(timeout_s=1.0, **limits).run(source, RUNNER, "solve", payloads)
+    executor = sandboxed(timeout_s=1.0, **limits)
+    results = executor.run(source, RUNNER, "solve", payloads)
     elapsed = time.monotonic() - started
     assert [r.status for r in results] == ["ok", "timeout", "ok"]
     assert reason in results[1].error
@@ -72,18 +75,18 @@ def test_hang_times_out_close_to_the_limit(sandboxed, sandbox_root, hang, limits
         assert 1.0 <= results[1].cpu_s < 1.3 and 0.9 <= results[1].wall_s < 5.0  # the clocks start a read apart
     else:
         assert 1.5 <= results[1].wall_s < 2.0 and results[1].cpu_s < 0.2
-    assert elapsed < results[1].wall_s + 2.0  # the limit plus two child start-ups, not more
+    assert elapsed < results[1].wall_s + 2.0 + engine_allowance(executor, 2)  # the limit plus two child start-ups
     assert sandbox_processes(sandbox_root) == []
 
 
-def test_a_program_that_hangs_while_loading_costs_one_timeout_for_all_cases(sandboxed):
+def test_a_program_that_hangs_while_loading_costs_one_timeout_for_all_cases(sandboxed, engine_allowance):
     started = time.monotonic()
     executor = sandboxed(timeout_s=0.5, load_limit_s=1.0)
     results = executor.run("while True:\n    pass\n", RUNNER, "solve", cases({}, {}, {}))
     assert [r.status for r in results] == ["timeout"] * 3
     assert all(r.error.startswith("loading the program: exceeded the CPU-time limit of 1 s") for r in results)
     assert all(1.0 <= r.cpu_s < 1.3 for r in results)
-    assert time.monotonic() - started < results[0].wall_s + 1.5  # one cut for all three cases
+    assert time.monotonic() - started < results[0].wall_s + 1.5 + engine_allowance(executor, 1)  # one cut for all
 
 
 def test_memory_bomb_is_stopped_without_harming_the_parent(sandboxed):
@@ -342,7 +345,7 @@ def test_forged_result_lines_are_ignored_and_flagged(sandboxed):
     source = program(
         """
         import json, os, sys
-        FD = int(sys.argv[1])
+        FD = int(sys.argv[1]) if sys.argv[1].isdigit() else os.open(sys.argv[1], os.O_WRONLY)  # docker: a FIFO
         def solve(x):
             if x == 0:
                 for index, case_id in [(99, "not-requested"), (2, "case-2")]:
