@@ -1,4 +1,5 @@
-"""SQL over the store: one DuckDB view per table, plus "current state" views.
+"""SQL over the store: one DuckDB view per table, plus derived views ("current state"
+views and the per-run ``ledger`` of what each run spent).
 
 ``connect`` opens an in-memory DuckDB with the views (nobody holds a writable DuckDB
 file; workers write Parquet parts instead). ``write_catalog`` saves the same views in a
@@ -10,6 +11,8 @@ of every part and the hive partition; ``hive_types`` pins it to VARCHAR so numer
 looking run ids are not turned into integers. DuckDB fails on a glob that matches no
 file, so a table without parts gets an empty view with the table's columns instead;
 such a view does not notice parts written later, so re-run ``connect``/``write_catalog``.
+A column added to a model after a store's parts were written (``candidates.tokens_in``)
+reads NULL from those parts, even when no part has it yet (``_missing_columns``).
 
 S3 stores: DuckDB reads S3 through httpfs, loaded from the ``duckdb-extension-httpfs``
 package (offline machines cannot download it), with a temporary secret built from the
@@ -64,7 +67,7 @@ from storage.store import PartFile, TableStore
 
 SECRET_PLACEHOLDER = "<AWS_SECRET_ACCESS_KEY>"
 
-CURRENT_VIEWS = {
+DERIVED_VIEWS = {
     # The status a run is in now: its latest event; a terminal status wins a tie.
     "runs_current": (
         "SELECT * FROM runs QUALIFY row_number() OVER (PARTITION BY run_id "
@@ -75,6 +78,19 @@ CURRENT_VIEWS = {
     "registry_current": (
         "SELECT * FROM registry QUALIFY row_number() OVER (PARTITION BY name, alias "
         "ORDER BY event_at DESC, version DESC) = 1"
+    ),
+    # What each run spent (README "Tables"): its LLM calls (an LLM-written candidate, with
+    # the call's seconds), their tokens, and its evaluations (executions) with their
+    # sandbox CPU seconds. One row per run of `runs`; sums over no rows are 0.
+    "ledger": (
+        "SELECT r.run_id, r.loop, r.suite, r.status, coalesce(c.llm_calls, 0) AS llm_calls, "
+        "coalesce(c.tokens_in, 0) AS tokens_in, coalesce(c.tokens_out, 0) AS tokens_out, "
+        "coalesce(c.llm_seconds, 0.0) AS llm_seconds, coalesce(e.sandbox_cpu_s, 0.0) AS sandbox_cpu_s, "
+        "coalesce(e.evaluations, 0) AS evaluations FROM runs_current r "
+        "LEFT JOIN (SELECT run_id, count(latency_s) AS llm_calls, sum(tokens_in) AS tokens_in, "
+        "sum(tokens_out) AS tokens_out, sum(latency_s) AS llm_seconds FROM candidates GROUP BY run_id) c USING (run_id) "
+        "LEFT JOIN (SELECT run_id, count(*) AS evaluations, sum(cpu_s) AS sandbox_cpu_s FROM executions "
+        "GROUP BY run_id) e USING (run_id)"
     ),
 }
 
@@ -88,7 +104,8 @@ def httpfs_path() -> Path:
 
 
 def connect(store: TableStore, *, locked: bool = True) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with a view per table and the current-state views;
+    """An in-memory DuckDB connection with a view per table and the derived views
+    (``DERIVED_VIEWS``: current state, the run ledger);
     ``locked`` (the default) then confines it to the store (see ``lock_down``)."""
     con = duckdb.connect()
     try:
@@ -299,10 +316,24 @@ def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict
             query = view_sql(con, store, table, None if parts is None else parts[table],
                              listed=listed, uniform=table in uniform)
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {query}')
+            missing = _missing_columns(con, table)
+            if missing:
+                con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT *, {missing} FROM ({query})')
         except duckdb.Error as exc:
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}')
-    for name, query in CURRENT_VIEWS.items():
+    for name, query in DERIVED_VIEWS.items():
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {query}')
+
+
+def _missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """``CAST(NULL AS type) AS "column"`` for each column of the table's model that its
+    view lacks: columns added to a model after every part was written (an old store), so
+    a query naming them reads NULL instead of failing. "" when none is missing."""
+    have = {name for (name,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()}
+    schema = to_arrow_schema(TABLES[table].model)
+    return ", ".join(f'CAST(NULL AS {_duckdb_type(field.type)}) AS "{field.name}"'
+                     for field in schema if field.name not in have and _duckdb_type(field.type))
 
 
 def damaged_view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, exc: BaseException) -> str:
