@@ -27,7 +27,7 @@ _TRAINING = "optimizer steps"
 class EvolveRun(RunConfig):
     SPEC = LoopSpec(name="evolve", modifies="program", family="search", suites=_PROGRAM_SUITES,
                     paper="AIDE² inner loop; FunSearch; OpenEvolve", budget_counts="child programs",
-                    default_budget=64, starts_from_champion=True)
+                    default_budget=64, starts_from_champion=True, budget_caps=True)
     loop: Literal["evolve"] = "evolve"
     evolve: EvolveConfig = EvolveConfig()
 
@@ -154,6 +154,8 @@ rule proposer (`tasks.proposers.rules`), which derives rules and skills from tra
 
 STARTS_FROM_CHAMPION = tuple(name for name, spec in LOOP_SPECS.items() if spec.starts_from_champion)
 """Loops whose round 0 publishes one program or harness (`start_from="champion"` works)."""
+BUDGET_CAPS = tuple(name for name, spec in LOOP_SPECS.items() if spec.budget_caps)
+"""Loops that check `max_llm_tokens` / `max_evaluations` at their round boundaries."""
 
 
 def loop_spec(name: str) -> LoopSpec:

@@ -132,3 +132,23 @@ def test_a_server_that_goes_away_mid_run_is_recorded_and_the_run_finishes(prefec
     reasons = [json.loads(store.get_blob(c.candidate_id))["reason"] for c in written]
     assert all(r.startswith("no answer: could not get an answer from http://127.0.0.1:") for r in reasons), reasons
     assert max(store.read_rows("runs", "llm-gone"), key=lambda r: r.event_at).status == "finished"
+
+
+def test_a_token_cap_stops_evolve_after_the_round_that_reached_it(prefect_server, served, tmp_path):
+    from flows.evolve import evolve
+    from storage.catalog import sql
+
+    config = RunConfig(loop="evolve", suite="circle_packing", budget=3, seed=0, workers=1, tracking=False,
+                       proposer="llm", max_llm_tokens=1,
+                       evolve=EvolveConfig(children_per_round=1, islands=1, llm_max_tokens=MAX_TOKENS))
+    evolve(config=config, store_uri=str(tmp_path), run_id="llm-capped")
+    store = open_store(str(tmp_path))
+    (call,) = [c for c in store.read_rows("candidates", "llm-capped") if c.round > 0]  # round 1 only: 1 call
+    assert call.round == 1 and call.latency_s > 0
+    tokens = call.tokens_in + call.tokens_out
+    latest = max(store.read_rows("runs", "llm-capped"), key=lambda r: r.event_at)
+    assert latest.status == "budget_exhausted"
+    assert latest.error == f"budget cap reached: {tokens} LLM tokens of max_llm_tokens=1, before round 2"
+    (ledger,) = sql(store, "SELECT * FROM ledger WHERE run_id = 'llm-capped'").to_pylist()
+    assert (ledger["llm_calls"], ledger["tokens_in"], ledger["tokens_out"]) == (1, call.tokens_in, call.tokens_out)
+    assert ledger["llm_seconds"] == pytest.approx(call.latency_s)
