@@ -89,10 +89,11 @@ def run(
         "paired_rollouts, harness_bandit, heal, grow, medrsi, designer, sandbox; a wrong field lists the valid ones.")),
     max_llm_tokens: Optional[int] = typer.Option(None, "--max-llm-tokens", min=1, help=(
         "Budget cap: begin no new round once the run's LLM tokens (in + out) reach N; the run ends "
-        "`budget_exhausted` with its champion registered (evolve; --proposer llm only).")),
+        "`budget_exhausted` with its champion registered (evolve, self_healing; --proposer llm only).")),
     max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations", min=1, help=(
         "Budget cap: begin no new round once the run has made N evaluations (candidate x case executions); "
-        "a round once begun runs to its end. `ratchet resume RUN_ID --max-evaluations M` raises it (evolve).")),
+        "a round once begun runs to its end. `ratchet resume RUN_ID --max-evaluations M` raises it "
+        "(evolve, self_healing).")),
 ) -> None:
     """Start a loop run and print its champion. Every input is checked before any work;
     Ctrl-C stops the run and prints the `ratchet resume RUN_ID` that finishes it."""

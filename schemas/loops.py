@@ -52,14 +52,14 @@ class _HarnessRun(RunConfig):
     evolve: EvolveConfig = EvolveConfig()
 
 
-def _harness_spec(name: str, modifies: str, paper: str, budget_counts: str) -> LoopSpec:
+def _harness_spec(name: str, modifies: str, paper: str, budget_counts: str, budget_caps: bool = False) -> LoopSpec:
     return LoopSpec(name=name, modifies=modifies, family="harness", suites=("toolsim",), paper=paper,
-                    budget_counts=budget_counts, default_budget=32, starts_from_champion=True)
+                    budget_counts=budget_counts, default_budget=32, starts_from_champion=True, budget_caps=budget_caps)
 
 
 class SelfHealingRun(_HarnessRun):
     SPEC = _harness_spec("self_healing", "rules", "Self-Healing Harness: Runtime Oversight of Agent "
-                         "Self-Modification", "heal rounds")
+                         "Self-Modification", "heal rounds", budget_caps=True)
     loop: Literal["self_healing"] = "self_healing"
     heal: HealConfig = HealConfig()
 

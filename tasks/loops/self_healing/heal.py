@@ -171,7 +171,7 @@ def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: 
     try:
         written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
         if content_id(harness_source(written.document)) in known:
-            raise NoLLMEdit("the llm's harness is an existing candidate", asked=True)
+            raise NoLLMEdit("the llm's harness is an existing candidate", written.call)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no rule: {reason}")
         raise
@@ -203,7 +203,7 @@ def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RulePropos
     candidate = CandidateRow(
         run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator=proposal.operator,
         proposer=proposer, artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob), island=-1,
-        summary=proposal.rationale,
+        summary=proposal.rationale, **call_cost(proposal.call),
     )
     sources = {e.case_id: e.execution_id for t in (replay_tag(champion), train_tag(champion))
                for e in executions_of(ref, t, champion)}

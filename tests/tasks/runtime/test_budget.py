@@ -79,7 +79,7 @@ def test_caps_are_refused_where_they_cannot_apply():
     with pytest.raises(ValueError, match="max_llm_tokens caps the llm proposer's tokens, but this run's proposer "
                                          "is 'mutate'"):
         RunConfig(loop="evolve", suite="circle_packing", budget=8, max_llm_tokens=100)
-    with pytest.raises(ValueError, match=r"grpo does not check budget caps \(max_evaluations\); loops that do: evolve"):
+    with pytest.raises(ValueError, match=r"grpo does not check budget caps \(max_evaluations\); loops that do: evolve, self_healing"):
         RunConfig(loop="grpo", suite="arith", budget=8, max_evaluations=100)
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         RunConfig(loop="evolve", suite="circle_packing", budget=8, max_evaluations=0)
