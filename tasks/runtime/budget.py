@@ -78,14 +78,16 @@ def run_spend(ref: RunRef) -> Spend:
 @task(name="admit-round", **STAGE_OPTIONS)
 def admit_round(ref: RunRef, round_index: int, config: RunConfig) -> str | None:
     """None when round ``round_index`` may begin (recorded by its marker); else the
-    reason the caps of ``config`` stop the run before it."""
+    reason the caps of ``config`` stop the run before it. A run without caps reads and
+    writes nothing (a resume can only raise a cap the run has)."""
+    if all(getattr(config, cap) is None for cap in CAPS):
+        return None
     store = store_for(ref.store_uri)
     marker = f"budget-r{round_index:04d}"
     if store.has_marker(ref.run_id, marker):
         return None
-    if any(getattr(config, cap) is not None for cap in CAPS):
-        reason = exhausted(run_spend(ref), config.max_llm_tokens, config.max_evaluations)
-        if reason is not None:
-            return f"{reason}, before round {round_index}"
+    reason = exhausted(run_spend(ref), config.max_llm_tokens, config.max_evaluations)
+    if reason is not None:
+        return f"{reason}, before round {round_index}"
     store.put_marker(ref.run_id, marker)
     return None

@@ -69,6 +69,11 @@ def test_admit_round_stops_at_a_reached_token_cap_and_records_admitted_rounds(re
     assert admit_round.fn(ref, 3, llm_config(max_llm_tokens=10_601)) is None  # a raised cap: 10 600 spent
 
 
+def test_a_run_without_caps_is_admitted_without_a_marker(ref):
+    assert admit_round.fn(ref, 2, llm_config()) is None
+    assert not open_store(ref.store_uri).has_marker(RUN, "budget-r0002")
+
+
 def test_admit_round_stops_at_an_evaluation_cap(ref):
     mutate = RunConfig(loop="evolve", suite="circle_packing", budget=8, max_evaluations=3)
     assert admit_round.fn(ref, 2, mutate) == "budget cap reached: 3 evaluations of max_evaluations=3, before round 2"
