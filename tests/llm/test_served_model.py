@@ -72,6 +72,8 @@ def test_self_healing_two_rounds(prefect_server, served, tmp_path):
         assert record["reason"].startswith("the llm's answer ")
         if record["answer"] is not None:
             assert_recorded_call(store, c)
+    for c in (c for c in written if c.artifact_kind != "llm_answer"):  # a rule the model wrote: its call's columns
+        assert c.tokens_in > 50 and 0 < c.tokens_out <= MAX_TOKENS and c.latency_s > 0
     assert max(store.read_rows("runs", "llm-heal"), key=lambda r: r.event_at).status == "finished"
 
 
