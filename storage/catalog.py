@@ -303,8 +303,8 @@ def _missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
     """``CAST(NULL AS type) AS "column"`` for each column of the table's model that its
     view lacks: columns added to a model after every part was written (an old store), so
     a query naming them reads NULL instead of failing. "" when none is missing."""
-    have = {name for (name,) in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()}
+    have = {name for (name,) in con.execute(  # inlined: binding a Python parameter makes DuckDB import pandas
+        f"SELECT column_name FROM duckdb_columns() WHERE table_name = {_quote(table)}").fetchall()}
     schema = to_arrow_schema(TABLES[table].model)
     return ", ".join(f'CAST(NULL AS {_duckdb_type(field.type)}) AS "{field.name}"'
                      for field in schema if field.name not in have and _duckdb_type(field.type))
