@@ -284,30 +284,41 @@ def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict
     view that fails when queried (``damaged_view_sql``) instead of failing them all.
     ``parts`` (table -> part URIs) replaces the glob with a fixed list; ``listing`` says
     which tables have parts; ``uniform`` names those read without ``union_by_name``."""
+    queries = {}
     for table in TABLES:
         try:
             listed = None if listing is None else bool(listing[table])
             query = view_sql(con, store, table, None if parts is None else parts[table],
                              listed=listed, uniform=table in uniform)
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {query}')
-            missing = _missing_columns(con, table)
-            if missing:
-                con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT *, {missing} FROM ({query})')
+            queries[table] = query
         except duckdb.Error as exc:
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}')
+    for table, missing in _missing_columns(con, queries).items():
+        con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT *, {missing} FROM ({queries[table]})')
     for name, query in DERIVED_VIEWS.items():
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {query}')
 
 
-def _missing_columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
-    """``CAST(NULL AS type) AS "column"`` for each column of the table's model that its
-    view lacks: columns added to a model after every part was written (an old store), so
-    a query naming them reads NULL instead of failing. "" when none is missing."""
-    have = {name for (name,) in con.execute(  # inlined: binding a Python parameter makes DuckDB import pandas
-        f"SELECT column_name FROM duckdb_columns() WHERE table_name = {_quote(table)}").fetchall()}
-    schema = to_arrow_schema(TABLES[table].model)
-    return ", ".join(f'CAST(NULL AS {_duckdb_type(field.type)}) AS "{field.name}"'
-                     for field in schema if field.name not in have and _duckdb_type(field.type))
+def _missing_columns(con: duckdb.DuckDBPyConnection, tables: Collection[str]) -> dict[str, str]:
+    """Per view that lacks columns of its table's model (columns added after every part
+    was written: an old store), ``CAST(NULL AS type) AS "column"`` for each, so a query
+    naming them reads NULL instead of failing. One catalog query for all the views."""
+    if not tables:
+        return {}
+    names = ", ".join(_quote(t) for t in tables)  # inlined: a bound Python parameter makes DuckDB import pandas
+    have: dict[str, set[str]] = {t: set() for t in tables}
+    for table, column in con.execute(
+            f"SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN ({names})").fetchall():
+        have[table].add(column)
+    out = {}
+    for table in tables:
+        schema = to_arrow_schema(TABLES[table].model)
+        missing = [f'CAST(NULL AS {_duckdb_type(f.type)}) AS "{f.name}"' for f in schema
+                   if f.name not in have[table] and _duckdb_type(f.type)]
+        if missing:
+            out[table] = ", ".join(missing)
+    return out
 
 
 def damaged_view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, exc: BaseException) -> str:
