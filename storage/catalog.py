@@ -12,7 +12,7 @@ looking run ids are not turned into integers. DuckDB fails on a glob that matche
 file, so a table without parts gets an empty view with the table's columns instead;
 such a view does not notice parts written later, so re-run ``connect``/``write_catalog``.
 A column added to a model after a store's parts were written (``candidates.tokens_in``)
-reads NULL from those parts, even when no part has it yet (``_missing_columns``).
+reads NULL from those parts, even when no part has it yet (``with_added_columns``).
 
 S3 stores: DuckDB reads S3 through httpfs, loaded from the ``duckdb-extension-httpfs``
 package (offline machines cannot download it), with a temporary secret built from the
@@ -284,41 +284,29 @@ def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict
     view that fails when queried (``damaged_view_sql``) instead of failing them all.
     ``parts`` (table -> part URIs) replaces the glob with a fixed list; ``listing`` says
     which tables have parts; ``uniform`` names those read without ``union_by_name``."""
-    queries = {}
     for table in TABLES:
         try:
             listed = None if listing is None else bool(listing[table])
             query = view_sql(con, store, table, None if parts is None else parts[table],
                              listed=listed, uniform=table in uniform)
-            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {query}')
-            queries[table] = query
+            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {with_added_columns(table, query)}')
         except duckdb.Error as exc:
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}')
-    for table, missing in _missing_columns(con, queries).items():
-        con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT *, {missing} FROM ({queries[table]})')
     for name, query in DERIVED_VIEWS.items():
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {query}')
 
 
-def _missing_columns(con: duckdb.DuckDBPyConnection, tables: Collection[str]) -> dict[str, str]:
-    """Per view that lacks columns of its table's model (columns added after every part
-    was written: an old store), ``CAST(NULL AS type) AS "column"`` for each, so a query
-    naming them reads NULL instead of failing. One catalog query for all the views."""
-    if not tables:
-        return {}
-    names = ", ".join(_quote(t) for t in tables)  # inlined: a bound Python parameter makes DuckDB import pandas
-    have: dict[str, set[str]] = {t: set() for t in tables}
-    for table, column in con.execute(
-            f"SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN ({names})").fetchall():
-        have[table].add(column)
-    out = {}
-    for table in tables:
-        schema = to_arrow_schema(TABLES[table].model)
-        missing = [f'CAST(NULL AS {_duckdb_type(f.type)}) AS "{f.name}"' for f in schema
-                   if f.name not in have[table] and _duckdb_type(f.type)]
-        if missing:
-            out[table] = ", ".join(missing)
-    return out
+def with_added_columns(table: str, query: str) -> str:
+    """``query`` with the columns added to the table's model after parts were written
+    (fields with a default, e.g. ``candidates.tokens_in``) as NULL where no part has them:
+    ``UNION ALL BY NAME`` with an empty typed row keeps every column the parts have and
+    adds those they lack, even when no part has them yet (an old store). Filters and
+    projections still reach the Parquet scan."""
+    schema = to_arrow_schema(TABLES[table].model)
+    added = [name for name, info in TABLES[table].model.model_fields.items() if not info.is_required()]
+    columns = [f'CAST(NULL AS {_duckdb_type(schema.field(name).type)}) AS "{name}"' for name in added
+               if _duckdb_type(schema.field(name).type)]
+    return f"{query} UNION ALL BY NAME SELECT {', '.join(columns)} WHERE false" if columns else query
 
 
 def damaged_view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, exc: BaseException) -> str:
