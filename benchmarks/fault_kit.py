@@ -123,11 +123,14 @@ def snapshot(store_uri: str, run_id: str) -> dict[str, list[str]]:
 PLACEMENT = ("dask_address",)
 """Config fields that say where a run's work ran, not what it computed (like the
 `train_steps.worker` column): the same run on threads or on Dask has the same rows."""
+CAPS = ("max_llm_tokens", "max_evaluations")
+"""Budget caps say how far a run may go, not what its rounds compute: a run stopped at a
+cap and resumed with a raised one has the rows of a run started with the raised cap."""
 
 
 def _config(config_json: str) -> dict:
     stored = json.loads(config_json)
-    return {**stored, "config": {k: v for k, v in stored["config"].items() if k not in PLACEMENT}}
+    return {**stored, "config": {k: v for k, v in stored["config"].items() if k not in PLACEMENT + CAPS}}
 
 
 def differences(expected: dict[str, list[str]], actual: dict[str, list[str]]) -> dict[str, tuple[int, int]]:

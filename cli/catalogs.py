@@ -17,11 +17,13 @@ SUITE_LOOPS = {"circle_packing": "evolve", "bin_packing": "evolve", "spin": "evo
 
 def print_loops(console: Console) -> None:
     """Per loop: name, what it modifies, suites (default first), what --budget counts
-    and its default, the sections `--set` may address, then the paper."""
+    and its default (and the budget caps, where the loop checks them), the sections `--set`
+    may address, then the paper."""
     for spec in LOOP_SPECS.values():
         sections = ", ".join(sorted(config_class(spec.name).sections()))
+        caps = f"\n{'':<17}budget caps: --max-evaluations N, --max-llm-tokens N" if spec.budget_caps else ""
         console.print(f"[bold]{spec.name:<16}[/] modifies {spec.modifies:<8} suites: {' | '.join(spec.suites)}\n"
-                      f"{'':<17}--budget: {spec.budget_counts} (default {spec.default_budget})\n"
+                      f"{'':<17}--budget: {spec.budget_counts} (default {spec.default_budget}){caps}\n"
                       f"{'':<17}--set sections: {sections}\n"
                       f"{'':<17}[dim]{spec.paper}[/]", highlight=False)
     console.print("\nRun one:  ratchet run LOOP [--suite SUITE] [--budget N] [--set SECTION.FIELD=VALUE]")

@@ -87,25 +87,44 @@ def run(
         "Loop parameter SECTION.FIELD=VALUE (repeatable), e.g. --set opd.method=dial, --set grpo.lr=3e-5, "
         "--set heal.accept_all=true, --set grpo.categories=\\[add,sub]. Sections: evolve, grpo, opd, ppo_pact, "
         "paired_rollouts, harness_bandit, heal, grow, medrsi, designer, sandbox; a wrong field lists the valid ones.")),
+    max_llm_tokens: Optional[int] = typer.Option(None, "--max-llm-tokens", min=1, help=(
+        "Budget cap: begin no new round once the run's LLM tokens (in + out) reach N; the run ends "
+        "`budget_exhausted` with its champion registered (evolve, self_healing; --proposer llm only).")),
+    max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations", min=1, help=(
+        "Budget cap: begin no new round once the run has made N evaluations (candidate x case executions); "
+        "a round once begun runs to its end. `ratchet resume RUN_ID --max-evaluations M` raises it "
+        "(evolve, self_healing).")),
 ) -> None:
     """Start a loop run and print its champion. Every input is checked before any work;
     Ctrl-C stops the run and prints the `ratchet resume RUN_ID` that finishes it."""
     store_uri = _store(store)
     from cli.running import execute_run, make_config
 
-    config = make_config(loop, suite, budget, seed, workers, dask, proposer,
-                         inner_budget, param, timeout, not no_tracking, setting, start_from)
+    config = make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, param, timeout,
+                         not no_tracking, setting, start_from,
+                         caps={"max_llm_tokens": max_llm_tokens, "max_evaluations": max_evaluations})
     execute_run(console, store_uri, config, run_id=None)
 
 
 @command()
-def resume(run_id: str = typer.Argument(..., help="The run to finish (see `ratchet runs`)."), store: Optional[str] = StoreOption) -> None:
+def resume(
+    run_id: str = typer.Argument(..., help="The run to finish (see `ratchet runs`)."),
+    store: Optional[str] = StoreOption,
+    max_llm_tokens: Optional[int] = typer.Option(None, "--max-llm-tokens", min=1, help=(
+        "Raise the run's LLM-token cap to N (higher than its current cap) and continue it.")),
+    max_evaluations: Optional[int] = typer.Option(None, "--max-evaluations", min=1, help=(
+        "Raise the run's evaluation cap to N (higher than its current cap) and continue it; e.g. a run that "
+        "stopped `budget_exhausted` at 40 evaluations goes on with --max-evaluations 80.")),
+) -> None:
     """Finish a crashed, failed, interrupted or damaged run: completed stages are skipped,
-    the rest re-run with the same seeds. A finished run is left as it is."""
+    the rest re-run with the same seeds. A finished run is left as it is. A run that a
+    budget cap stopped (`budget_exhausted`) continues only with a raised cap
+    (--max-evaluations / --max-llm-tokens), into the rows a run started with that cap makes."""
     store_uri = _store(store, must_exist=True)
     from cli.running import execute_run, resumable_config
 
-    config = resumable_config(console, store_uri, run_id)
+    raised = {k: v for k, v in (("max_llm_tokens", max_llm_tokens), ("max_evaluations", max_evaluations)) if v}
+    config = resumable_config(console, store_uri, run_id, raised)
     if config is not None:
         execute_run(console, store_uri, config, run_id=run_id)
 

@@ -66,7 +66,7 @@ def suite_names(config: RunConfig) -> tuple[str, ...]:
 
 
 def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, params, timeout, tracking,
-                settings: list[str] = (), start_from: str = "seed") -> RunConfig:
+                settings: list[str] = (), start_from: str = "seed", caps: dict[str, int | None] | None = None) -> RunConfig:
     """The run's config from the command line, every part checked before any work: the
     loop, the loop/suite pair, `--param`, `--set`, and the suite's reference data."""
     spec = _spec(loop)
@@ -84,6 +84,7 @@ def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget
         loop=loop, suite=suite, budget=budget or spec.default_budget, seed=seed, workers=workers, dask_address=dask,
         proposer=proposer, suite_params=suite_params, tracking=tracking, start_from=start_from,
         sandbox=SandboxConfig(**sandbox), **({"inner_budget": inner_budget} if loop == "aide2" else {}), **sections,
+        **{cap: value for cap, value in (caps or {}).items() if value is not None},
     )
     check_suites(config)
     check_loop(config)
@@ -177,6 +178,9 @@ def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str
     warning = timeout_warning(store_uri, run_id)
     if warning:
         console.print(f"[yellow]warning:[/] {warning}")
+    stop = budget_stop(store_uri, run_id)
+    if stop:
+        console.print(stop, soft_wrap=True, markup=False)
     console.print(f"Inspect it:  ratchet show {run_id}")
     return summary
 
@@ -213,9 +217,40 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def resumable_config(console: Console, store_uri: str, run_id: str) -> RunConfig | None:
-    """The config to resume ``run_id`` with, or None (after saying so) when the run has
-    finished and there is nothing to do. An unknown run is a usage error."""
+def _latest(store_uri: str, run_id: str):
+    from storage.store import open_store
+
+    events = open_store(store_uri).read_rows("runs", run_id)
+    return max(events, key=lambda r: (r.event_at, r.status != "running")) if events else None
+
+
+def budget_stop(store_uri: str, run_id: str) -> str | None:
+    """What to say when a budget cap ended the run: why, and the resume that continues it."""
+    latest = _latest(store_uri, run_id)
+    if latest is None or latest.status != "budget_exhausted":
+        return None
+    return (f"run {run_id} stopped: {latest.error} (status budget_exhausted; its champion is registered); "
+            f"continue it with a raised cap: ratchet resume {run_id} --max-evaluations N / --max-llm-tokens N")
+
+
+def raised_config(config: RunConfig, run_id: str, raised: dict[str, int]) -> RunConfig:
+    """``config`` with its budget caps raised to ``raised``; a cap the run does not have,
+    or a value not above the current one, is a usage error."""
+    for cap, value in raised.items():
+        current = getattr(config, cap)
+        if current is None:
+            raise UsageError(f"run {run_id} has no {cap} cap (it is unlimited); there is nothing to raise")
+        if value <= current:
+            raise UsageError(f"--{cap.replace('_', '-')} {value} does not raise run {run_id}'s cap of {current}; "
+                             f"give a value above {current}")
+    return type(config).model_validate({**config.model_dump(), **raised})
+
+
+def resumable_config(console: Console, store_uri: str, run_id: str,
+                     raised: dict[str, int] | None = None) -> RunConfig | None:
+    """The config to resume ``run_id`` with (its budget caps ``raised``), or None (after
+    saying so) when the run has finished, or a budget cap stopped it and no cap is raised:
+    there is nothing to do. An unknown run is a usage error."""
     from storage.store import check_name, open_store
     from tasks.runtime.lifecycle import stored_config
 
@@ -230,4 +265,8 @@ def resumable_config(console: Console, store_uri: str, run_id: str) -> RunConfig
         console.print(f"run {run_id} finished at {latest.finished_at:%Y-%m-%d %H:%M:%S} UTC; nothing to resume "
                       f"(see `ratchet show {run_id}`)", soft_wrap=True)
         return None
-    return stored_config(store_uri, run_id)
+    config = raised_config(stored_config(store_uri, run_id), run_id, raised or {})
+    if latest.status == "budget_exhausted" and not raised:
+        console.print(budget_stop(store_uri, run_id), soft_wrap=True, markup=False)
+        return None
+    return config

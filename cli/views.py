@@ -83,6 +83,8 @@ def _may_be_damage(root: str, exc: BaseException) -> bool:
 
 SHOW_QUERIES = {
     "status": "SELECT run_id, loop, suite, status, started_at, finished_at, error FROM runs_current WHERE run_id = $run",
+    "ledger": "SELECT llm_calls, tokens_in, tokens_out, round(llm_seconds, 2) AS llm_seconds, "
+              "round(sandbox_cpu_s, 2) AS sandbox_cpu_s, evaluations FROM ledger WHERE run_id = $run",
     "champions": "SELECT version, substr(candidate_id, 1, 12) AS candidate, select_score, holdout_score, event_at "
                  "FROM registry WHERE run_id = $run ORDER BY version",
     "executions": "SELECT split, status, count(*) AS n, round(avg(wall_s), 4) AS mean_wall_s "
@@ -90,10 +92,8 @@ SHOW_QUERIES = {
     "gate": "SELECT c.operator, g.decision, count(*) AS n FROM gate_decisions g JOIN candidates c "
             "USING (run_id, candidate_id) WHERE run_id = $run GROUP BY ALL ORDER BY ALL",
     "llm": "SELECT count(*) AS llm_calls, count(*) FILTER (WHERE artifact_kind <> 'llm_answer') AS usable, "
-           "round(usable / llm_calls, 3) AS parse_apply_rate, "
-           "sum(TRY_CAST(regexp_extract(summary, 'tokens_in=([0-9]+)', 1) AS BIGINT)) AS tokens_in, "
-           "sum(TRY_CAST(regexp_extract(summary, 'tokens_out=([0-9]+)', 1) AS BIGINT)) AS tokens_out, "
-           "round(avg(TRY_CAST(regexp_extract(summary, 'latency_s=([0-9.]+)', 1) AS DOUBLE)), 2) AS mean_call_s "
+           "round(usable / llm_calls, 3) AS parse_apply_rate, sum(tokens_in) AS tokens_in, "
+           "sum(tokens_out) AS tokens_out, round(avg(latency_s), 2) AS mean_call_s "
            "FROM candidates WHERE run_id = $run AND proposer = 'llm' HAVING count(*) > 0",
     "nodes": "SELECT round AS node, substr(node_id, 1, 12) AS node_id, accepted, composite, public_composite, "
              "best_so_far FROM nodes WHERE run_id = $run ORDER BY round",

@@ -20,6 +20,7 @@ from prefect.transactions import transaction
 
 from schemas.loops import EvolveRun
 from tasks.gate.stage import gate
+from tasks.runtime.budget import admit_round
 from tasks.runtime.lifecycle import champion_summary, flow_run_name, run_id_of_flow_run, recorded_run, start_run
 from tasks.stages.distill import distill
 from tasks.stages.execute import execute
@@ -45,8 +46,10 @@ def evolve(config: EvolveRun, store_uri: str | None = None, run_id: str | None =
     """A new run when `run_id` is None (scheduled deployments); else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
-    with recorded_run(ref):
+    with recorded_run(ref) as end:
         for round_index, n_children in enumerate(round_plan(config.budget, config.evolve.children_per_round)):
+            if end.stopped(admit_round(ref, round_index, config)):
+                break  # a budget cap: the run ends `budget_exhausted`, its champion registered
             candidate_ids = sample(ref, round_index, n_children)
             execute(ref, round_index, candidate_ids)
             score(ref, round_index, candidate_ids)

@@ -33,6 +33,7 @@ from schemas.loops import SelfHealingRun
 from tasks.loops.self_healing.heal import SKIPPED, detect, heal, notice, plant
 from tasks.loops.self_healing.heal_gate import heal_summary, register_rule, replay, validate
 from tasks.loops.self_healing.heal_guard import guard_is_due, library_guard
+from tasks.runtime.budget import admit_round
 from tasks.runtime.lifecycle import flow_run_name, run_id_of_flow_run, recorded_run, start_run
 
 
@@ -47,12 +48,14 @@ def self_healing(config: SelfHealingRun, store_uri: str | None = None, run_id: s
     """A new run when `run_id` is None; else start or resume that run."""
     run_id = run_id or run_id_of_flow_run(config.loop)
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
-    with recorded_run(ref):
+    with recorded_run(ref) as end:
         seed = plant(ref)
         with transaction():
             validate(ref, 0, seed)
             register_rule(ref, 0)
         for round_index in range(1, config.budget + 1):
+            if end.stopped(admit_round(ref, round_index, config)):
+                break  # a budget cap: the run ends `budget_exhausted`, its champion registered
             champion = detect(ref, round_index)
             notice(ref, round_index, champion)
             candidate = heal(ref, round_index, champion)

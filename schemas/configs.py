@@ -41,6 +41,9 @@ class LoopSpec(Config):
     starts_from_champion: bool = False
     """Whether round 0 publishes one program or harness, so a run can start from the
     store's champion instead of the suite's seed (`start_from="champion"`)."""
+    budget_caps: bool = False
+    """Whether the loop checks the budget caps (`max_llm_tokens`, `max_evaluations`) at
+    its round boundaries (`tasks.runtime.budget`)."""
 
     @property
     def default_suite(self) -> str:
@@ -148,6 +151,13 @@ class RunConfig(Config):
     registry name (``suite/loop``), so a scheduled run continues from the last one."""
     tracking: bool = True
     """Log every candidate to MLflow (a null tracker when off)."""
+    max_llm_tokens: Optional[int] = Field(None, ge=1)
+    """Budget cap: before each round, the run ends with status `budget_exhausted` once its
+    LLM tokens (in + out, the `ledger` view) have reached this; None: no cap. A round once
+    begun runs to its end, so a run can pass a cap by at most one round's spend."""
+    max_evaluations: Optional[int] = Field(None, ge=1)
+    """Budget cap on the run's evaluations (executions: candidate x case attempts), checked
+    the same way; `ratchet resume RUN --max-evaluations N` raises it."""
 
     def __new__(cls, *args: Any, **data: Any):
         if cls is RunConfig:  # the union's entry point: build the named loop's own class
@@ -202,6 +212,15 @@ class RunConfig(Config):
             does = "measures fixed arms: nothing is proposed" if spec.family == "protocol" else "trains weights"
             raise ValueError(f"proposer='llm' writes programs or harness edits; {self.loop} {does} "
                              "(use proposer='mutate', the default)")
+        caps = [name for name in ("max_llm_tokens", "max_evaluations") if getattr(self, name) is not None]
+        if caps and not spec.budget_caps:
+            from schemas.loops import BUDGET_CAPS
+
+            raise ValueError(f"{self.loop} does not check budget caps ({', '.join(caps)}); loops that do: "
+                             f"{', '.join(BUDGET_CAPS)}; use --budget to size this run")
+        if self.max_llm_tokens is not None and self.proposer != "llm":
+            raise ValueError(f"max_llm_tokens caps the llm proposer's tokens, but this run's proposer is "
+                             f"{self.proposer!r} (it calls no model); drop the cap or use proposer='llm'")
         if spec.family == "harness" and self.proposer == "optuna":
             raise ValueError(f"proposer='optuna' tunes configs, but {self.loop} edits a harness; use "
                              "proposer='mutate' (the rule proposer) or 'llm' (a chat endpoint)")

@@ -28,7 +28,7 @@ _TRAINING = "optimizer steps"
 class EvolveRun(RunConfig):
     SPEC = LoopSpec(name="evolve", modifies="program", family="search", suites=_PROGRAM_SUITES,
                     paper="AIDE² inner loop; FunSearch; OpenEvolve", budget_counts="child programs",
-                    default_budget=64, starts_from_champion=True)
+                    default_budget=64, starts_from_champion=True, budget_caps=True)
     loop: Literal["evolve"] = "evolve"
     evolve: EvolveConfig = EvolveConfig()
 
@@ -53,14 +53,14 @@ class _HarnessRun(RunConfig):
     evolve: EvolveConfig = EvolveConfig()
 
 
-def _harness_spec(name: str, modifies: str, paper: str, budget_counts: str) -> LoopSpec:
+def _harness_spec(name: str, modifies: str, paper: str, budget_counts: str, budget_caps: bool = False) -> LoopSpec:
     return LoopSpec(name=name, modifies=modifies, family="harness", suites=("toolsim",), paper=paper,
-                    budget_counts=budget_counts, default_budget=32, starts_from_champion=True)
+                    budget_counts=budget_counts, default_budget=32, starts_from_champion=True, budget_caps=budget_caps)
 
 
 class SelfHealingRun(_HarnessRun):
     SPEC = _harness_spec("self_healing", "rules", "Self-Healing Harness: Runtime Oversight of Agent "
-                         "Self-Modification", "heal rounds")
+                         "Self-Modification", "heal rounds", budget_caps=True)
     loop: Literal["self_healing"] = "self_healing"
     heal: HealConfig = HealConfig()
 
@@ -175,6 +175,8 @@ rule proposer (`tasks.proposers.rules`), which derives rules and skills from tra
 
 STARTS_FROM_CHAMPION = tuple(name for name, spec in LOOP_SPECS.items() if spec.starts_from_champion)
 """Loops whose round 0 publishes one program or harness (`start_from="champion"` works)."""
+BUDGET_CAPS = tuple(name for name, spec in LOOP_SPECS.items() if spec.budget_caps)
+"""Loops that check `max_llm_tokens` / `max_evaluations` at their round boundaries."""
 
 
 def loop_spec(name: str) -> LoopSpec:

@@ -18,7 +18,7 @@ Split = Literal["train", "select", "holdout", "protected", "test"]
 ExecutionStatus = Literal["ok", "error", "timeout", "memory", "killed", "invalid"]
 Decision = Literal["accept", "reject", "trial", "rollback"]
 RegistryStage = Literal["experimental", "stable", "retired"]
-RunStatus = Literal["running", "finished", "failed", "damaged"]
+RunStatus = Literal["running", "finished", "failed", "damaged", "budget_exhausted"]
 
 
 class Row(BaseModel):
@@ -64,6 +64,15 @@ class CandidateRow(Row):
     artifact_uri: str
     island: int
     summary: str
+    tokens_in: Optional[int] = None
+    """Prompt tokens of the LLM call that wrote the candidate, as the endpoint's ``usage``
+    reported them; None for a candidate no model wrote (and in parts written before
+    these columns existed)."""
+    tokens_out: Optional[int] = None
+    """Completion tokens of that call."""
+    latency_s: Optional[float] = None
+    """Wall seconds of that call; set on every LLM-written candidate (a call that timed out
+    too), so ``count(latency_s)`` counts the run's LLM calls."""
 
 
 class CaseRow(Row):

@@ -1,4 +1,5 @@
-"""SQL over the store: one DuckDB view per table, plus "current state" views.
+"""SQL over the store: one DuckDB view per table, plus derived views ("current state"
+views and the per-run ``ledger`` of what each run spent).
 
 ``connect`` opens an in-memory DuckDB with the views (nobody holds a writable DuckDB
 file; workers write Parquet parts instead). ``write_catalog`` saves the same views in a
@@ -10,6 +11,8 @@ of every part and the hive partition; ``hive_types`` pins it to VARCHAR so numer
 looking run ids are not turned into integers. DuckDB fails on a glob that matches no
 file, so a table without parts gets an empty view with the table's columns instead;
 such a view does not notice parts written later, so re-run ``connect``/``write_catalog``.
+A column added to a model after a store's parts were written (``candidates.tokens_in``)
+reads NULL from those parts, even when no part has it yet (``with_added_columns``).
 
 S3 stores: DuckDB reads S3 through httpfs, loaded from the ``duckdb-extension-httpfs``
 package (offline machines cannot download it), with a temporary secret built from the
@@ -59,24 +62,11 @@ import pyarrow as pa
 from schemas.arrow import to_arrow_schema
 from schemas.tables import TABLES
 from storage import fs as storefs
+from storage.derived_views import DERIVED_VIEWS
 from storage.fs import S3Settings
 from storage.store import PartFile, TableStore
 
 SECRET_PLACEHOLDER = "<AWS_SECRET_ACCESS_KEY>"
-
-CURRENT_VIEWS = {
-    # The status a run is in now: its latest event; a terminal status wins a tie.
-    "runs_current": (
-        "SELECT * FROM runs QUALIFY row_number() OVER (PARTITION BY run_id "
-        "ORDER BY event_at DESC, CASE status WHEN 'running' THEN 0 ELSE 1 END DESC) = 1"
-    ),
-    # Who holds each alias of each registered name now (alias NULL: the name's latest
-    # un-aliased event): the latest registry event per (name, alias).
-    "registry_current": (
-        "SELECT * FROM registry QUALIFY row_number() OVER (PARTITION BY name, alias "
-        "ORDER BY event_at DESC, version DESC) = 1"
-    ),
-}
 
 
 def httpfs_path() -> Path:
@@ -88,7 +78,8 @@ def httpfs_path() -> Path:
 
 
 def connect(store: TableStore, *, locked: bool = True) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with a view per table and the current-state views;
+    """An in-memory DuckDB connection with a view per table and the derived views
+    (``DERIVED_VIEWS``: current state, the run ledger);
     ``locked`` (the default) then confines it to the store (see ``lock_down``)."""
     con = duckdb.connect()
     try:
@@ -298,11 +289,24 @@ def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict
             listed = None if listing is None else bool(listing[table])
             query = view_sql(con, store, table, None if parts is None else parts[table],
                              listed=listed, uniform=table in uniform)
-            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {query}')
+            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {with_added_columns(table, query)}')
         except duckdb.Error as exc:
             con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}')
-    for name, query in CURRENT_VIEWS.items():
+    for name, query in DERIVED_VIEWS.items():
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {query}')
+
+
+def with_added_columns(table: str, query: str) -> str:
+    """``query`` with the columns added to the table's model after parts were written
+    (fields with a default, e.g. ``candidates.tokens_in``) as NULL where no part has them:
+    ``UNION ALL BY NAME`` with an empty typed row keeps every column the parts have and
+    adds those they lack, even when no part has them yet (an old store). Filters and
+    projections still reach the Parquet scan."""
+    schema = to_arrow_schema(TABLES[table].model)
+    added = [name for name, info in TABLES[table].model.model_fields.items() if not info.is_required()]
+    columns = [f'CAST(NULL AS {_duckdb_type(schema.field(name).type)}) AS "{name}"' for name in added
+               if _duckdb_type(schema.field(name).type)]
+    return f"{query} UNION ALL BY NAME SELECT {', '.join(columns)} WHERE false" if columns else query
 
 
 def damaged_view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, exc: BaseException) -> str:

@@ -62,7 +62,8 @@ ARTIFACT_TAG = "ratchet.artifact_sha256"
 EXPERIMENT_PREFIX = "ratchet/"
 S3_FALLBACK_DIR = Path(".ratchet-mlflow")
 MAX_PARAM_LENGTH = 500  # MLflow's param value limit on older servers (3.x accepts 6000)
-_FINAL_STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
+_FINAL_STATUS = {"finished": "FINISHED", "budget_exhausted": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
+"""A run stopped by a budget cap ended cleanly: FINISHED (its `runs` event says why)."""
 
 
 class Tracker(Protocol):

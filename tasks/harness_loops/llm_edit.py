@@ -36,9 +36,10 @@ def brief(prompt_file: str, **fields: Any) -> str:
 
 
 def edited_harness(parent_id: str, parent_source: str, description: str, config: EvolveConfig,
-                   rng: random.Random) -> tuple[dict[str, Any], str]:
-    """(document, the answer's summary) of the harness program the endpoint returned as an
-    edit of the parent; raises NoLLMEdit when it is not one literal, valid harness."""
+                   rng: random.Random) -> tuple[dict[str, Any], Proposal]:
+    """(document, the answer: its summary and its call's cost) of the harness program the
+    endpoint returned as an edit of the parent; raises NoLLMEdit when it is not one
+    literal, valid harness."""
     proposer = LLMProposer(config, task_description=description, entrypoint="harness")
     answer = proposer.propose([ParentInfo(parent_id, parent_source, None)], rng)
     try:
@@ -48,4 +49,4 @@ def edited_harness(parent_id: str, parent_source: str, description: str, config:
         parse_harness(document)
     except (DiffError, ValueError, HarnessError) as exc:  # HarnessError is a ValueError; named for the reader
         raise NoLLMEdit(f"the llm's answer is not a valid harness: {exc}", answer) from exc
-    return document, answer.summary
+    return document, answer

@@ -51,6 +51,7 @@ __all__ = [
     "parse_diff_blocks",
     "program_from_response",
     "ChatAnswer",
+    "call_cost",
     "cost_note",
     "chat_completion",
     "render_user_prompt",
@@ -135,17 +136,18 @@ def _count(value: Any) -> int | None:
 
 
 def cost_note(proposal: Proposal, answer_uri: str | None) -> str:
-    """The suffix of an LLM-written candidate's summary (``| tokens_in=N tokens_out=N
-    latency_s=S answer=URI``, blanks where unknown); "" when there was no call."""
-    if answer_uri is None:
-        return ""
-    latency = "" if proposal.latency_s is None else f"{proposal.latency_s:.2f}"
-    return (f" | tokens_in={_or_blank(proposal.tokens_in)} tokens_out={_or_blank(proposal.tokens_out)} "
-            f"latency_s={latency} answer={answer_uri}")
+    """The suffix of an LLM-written candidate's summary: ``| answer=URI``, the blob of the
+    raw answer; "" when there was no call. The call's tokens and seconds are columns of
+    the candidate (``call_cost``), not text."""
+    return "" if answer_uri is None else f" | answer={answer_uri}"
 
 
-def _or_blank(value: int | None) -> str:
-    return "" if value is None else str(value)
+def call_cost(proposal: Proposal | None) -> dict[str, int | float | None]:
+    """The ``tokens_in``/``tokens_out``/``latency_s`` columns of the candidate a proposal
+    becomes (all None when no model was called)."""
+    if proposal is None:
+        return {"tokens_in": None, "tokens_out": None, "latency_s": None}
+    return {"tokens_in": proposal.tokens_in, "tokens_out": proposal.tokens_out, "latency_s": proposal.latency_s}
 
 
 def _bullets(lines: Sequence[str]) -> str:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from suites.toolsim.harness import HarnessError, parse_harness
-from tasks.proposers.base import ProposerError
+from tasks.proposers.base import Proposal, ProposerError
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial
 from tasks.proposers.rule_operators import RULE_OPERATORS, Candidate
 from tasks.proposers.rule_revisions import REVISION_OPERATORS
@@ -62,6 +62,10 @@ class RuleProposal:
     target: str
     """Id of the rule added, revised or removed, or name of the skill written."""
     support: int
+    call: Proposal | None = None
+    """The LLM call that wrote the edit (its tokens and seconds become the candidate's
+    columns, ``tasks.proposers.llm.call_cost``); None for the rule proposer. Not part of
+    the stored proposal (``proposal_json``)."""
 
 
 def normalised(harness: Mapping[str, Any] | str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,7 @@ from schemas.rows import CaseRow, RunRow, ScoreRow
 from storage.tracking import flat_params
 from suites.base import Suite
 from storage.uris import resolve_store
+from tasks.runtime.budget import CAPS
 from tasks.runtime.context import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
 from tasks.runtime.failpoints import fail_point
 from tasks.runtime.prefect_states import failure_reason, supersede_flow_runs, with_stage
@@ -96,7 +98,8 @@ def start_run(
         resumes = sum(1 for r in events if r.status == "running")
         supersede_flow_runs(events, run_id)
         store.write_part("runs", run_id, "status", f"resume-{resumes}",
-                         [_event(ref, config, "running", first.started_at, first.config_json, parent_run_id)])
+                         [_event(ref, config, "running", first.started_at, with_caps(first.config_json, config),
+                                 parent_run_id)])
     else:
         start = resolve_start(store, config, run_id)
         config_json = json.dumps({"config": config.model_dump(mode="json"), "scorer_version": anchored_version(suites),
@@ -113,6 +116,17 @@ def start_run(
         stored = run_config(ref)  # a resume continues under the config the run started with
         tracker_for(ref).start_run(run_id, stored.loop, flat_params(stored.model_dump(mode="json")))
     return ref
+
+
+def with_caps(config_json: str, config: RunConfig) -> str:
+    """A stored ``config_json`` with the budget caps of ``config`` (a resume that raised
+    one records it in its own event; everything else stays as the run started)."""
+    stored = json.loads(config_json)
+    caps = {cap: getattr(config, cap) for cap in CAPS}
+    if all(stored["config"].get(cap) == value for cap, value in caps.items()):
+        return config_json
+    stored["config"].update(caps)
+    return json.dumps(stored, sort_keys=True)
 
 
 @contextmanager
@@ -144,13 +158,32 @@ def record_failed(ref: RunRef, reason: str, failure: BaseException) -> None:
         failure.add_note(f"the run's failed event could not be recorded: {type(exc).__name__}: {exc}")
 
 
+@dataclass
+class RunEnd:
+    """How a loop's flow body ended: `finished`, or `budget_exhausted` with the reason
+    (a budget cap stopped it at a round boundary; `ratchet resume` with a raised cap
+    continues it)."""
+
+    status: str = "finished"
+    reason: str | None = None
+
+    def stopped(self, reason: str | None) -> bool:
+        """Record a budget stop (``reason`` from ``tasks.runtime.budget.admit_round``);
+        whether the body should stop."""
+        if reason is not None:
+            self.status, self.reason = "budget_exhausted", reason
+        return reason is not None
+
+
 @contextmanager
-def recorded_run(ref: RunRef) -> Iterator[RunRef]:
-    """The body of a loop's flow: a body that completes is recorded as `finished`; a
-    failure is recorded as a `failed` event (with its error) and re-raised."""
+def recorded_run(ref: RunRef) -> Iterator[RunEnd]:
+    """The body of a loop's flow: a body that completes is recorded as `finished` (or
+    `budget_exhausted`, when it says so through the yielded ``RunEnd``); a failure is
+    recorded as a `failed` event (with its error) and re-raised."""
+    end = RunEnd()
     with recorded_failure(ref):
-        yield ref
-    finish_run(ref)
+        yield end
+    finish_run(ref, end.status, end.reason)
 
 
 def check_resumable(ref: RunRef, current_scorer: str) -> None:
@@ -167,7 +200,7 @@ def check_resumable(ref: RunRef, current_scorer: str) -> None:
 def finish_run(ref: RunRef, status: str = "finished", error: str | None = None) -> None:
     store = store_for(ref.store_uri)
     first = store.read_part("runs", ref.run_id, "status", "running")[0]
-    key = "finished" if status == "finished" else f"failed-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
+    key = "finished" if status == "finished" else f"{status}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
     store.write_part("runs", ref.run_id, "status", key,
                      [_event(ref, run_config(ref), status, first.started_at, first.config_json, first.parent_run_id, error)])
     tracker_for(ref).publish_registry(ref.run_id, store)
@@ -175,8 +208,13 @@ def finish_run(ref: RunRef, status: str = "finished", error: str | None = None) 
 
 
 def stored_config(store_uri: str, run_id: str) -> RunConfig:
-    """The config a run started with, for `ratchet resume`."""
-    return run_config(RunRef(store_uri=store_uri, run_id=run_id))
+    """The config a run started with and the budget caps of its latest start or resume
+    event (a resume may have raised them), for `ratchet resume`."""
+    ref = RunRef(store_uri=store_uri, run_id=run_id)
+    starts = [r for r in store_for(store_uri).read_rows("runs", run_id) if r.status == "running"]
+    latest = json.loads(max(starts, key=lambda r: r.event_at).config_json)["config"]
+    config = run_config(ref)
+    return type(config).model_validate({**config.model_dump(), **{cap: latest.get(cap) for cap in CAPS}})
 
 
 def normalized_mean(suite: Suite, scores: Sequence[ScoreRow], candidate_id: str, split: str) -> float | None:

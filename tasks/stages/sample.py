@@ -7,9 +7,9 @@ with probability `crossover_rate`, a crossover of two. The RNG stream is derived
 An LLM answer that gives no program (an edit that does not apply, a timeout, an HTTP
 error) is a recorded candidate of kind ``llm_answer`` in its own part (``r0001-unusable``),
 never executed: the round goes on with the other children, and the readers of the round's
-part (execute, the archive, distill) see only programs. Every LLM-written candidate's
-summary ends with its call's cost and the blob of the raw answer:
-``| tokens_in=N tokens_out=N latency_s=S answer=URI``."""
+part (execute, the archive, distill) see only programs. Every LLM-written candidate
+carries its call's cost in the ``tokens_in``/``tokens_out``/``latency_s`` columns, and its
+summary ends with the blob of the raw answer: ``| answer=URI``."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from schemas.rows import CandidateRow, DistillateRow
 from tasks.gate.stage import completed_rounds
 from tasks.proposers import make_proposer
 from tasks.proposers.base import FailureMemoryItem, ParentInfo, Proposal, Proposer
-from tasks.proposers.llm import ANSWER_KIND, cost_note
+from tasks.proposers.llm import ANSWER_KIND, call_cost, cost_note
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.failpoints import crash_point
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -158,6 +158,7 @@ def _propose_rows(ref, config, metric, kind, round_index, n_children) -> list[Ca
                 operator=proposal.operator, proposer=proposal.proposer,
                 artifact_kind=kind if proposal.unusable is None else ANSWER_KIND,
                 artifact_uri=store.blob_uri(blob), island=island, summary=proposal.summary + cost_note(proposal, answer_uri),
+                **call_cost(proposal),
             )
         )
     return rows

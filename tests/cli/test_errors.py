@@ -76,6 +76,8 @@ def test_loops_and_suites_teach_what_runs_on_what():
     assert loops.exit_code == 0
     assert "suites: circle_packing | bin_packing | spin" in loops.output
     assert "--budget: optimizer steps (default 30)" in loops.output and "harness_bandit" in loops.output
+    assert "(default 64)\n                 budget caps: --max-evaluations N, --max-llm-tokens N" in loops.output
+    assert "--budget: optimizer steps (default 30)\n                 --set" in loops.output  # grpo checks no caps
     suites = runner.invoke(app, ["suites"])
     assert suites.exit_code == 0
     assert "bin_packing  (train 43, select 21, holdout 21)" in suites.output
@@ -84,7 +86,8 @@ def test_loops_and_suites_teach_what_runs_on_what():
 
 
 def test_help_keeps_brackets():
-    assert "grpo.categories=[add,sub]" in runner.invoke(app, ["run", "--help"], terminal_width=200).output
+    # Rich sizes help from COLUMNS (terminal_width does not reach it); at 80 the cell is cut with an ellipsis
+    assert "grpo.categories=[add,sub]" in runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
 
 
 @pytest.mark.integration

@@ -42,7 +42,8 @@ def test_an_endpoint_that_is_gone_is_recorded_and_the_run_finishes(prefect_serve
         assert record["reason"].startswith("no answer: could not get an answer from http://127.0.0.1:")
         assert record["model"] == "gone-model" and record["answer"] == ""
         assert c.summary.startswith("llm_unusable by gone-model: no answer: ")
-        assert " | tokens_in= tokens_out= latency_s=" in c.summary and " answer=" in c.summary
+        assert c.summary.endswith(" | answer=" + store.blob_uri(store.put_blob(b"")))  # the empty answer's blob
+        assert (c.tokens_in, c.tokens_out) == (None, None) and c.latency_s is not None and c.latency_s >= 0
     executed = {e.candidate_id for e in store.read_rows("executions", "run-gone")}
     assert executed.isdisjoint(c.candidate_id for c in unusable) and len(executed) == 1
     assert max(store.read_rows("runs", "run-gone"), key=lambda r: r.event_at).status == "finished"
@@ -53,6 +54,11 @@ def test_an_endpoint_that_is_gone_is_recorded_and_the_run_finishes(prefect_serve
     assert "parse_apply_rate" in shown.output
     (row,) = sql(store, SHOW_QUERIES["llm"].replace("$run", "'run-gone'")).to_pylist()
     assert (row["llm_calls"], row["usable"], row["parse_apply_rate"], row["tokens_in"]) == (4, 0, 0.0, None)
+    (ledger,) = sql(store, "SELECT * FROM ledger WHERE run_id = 'run-gone'").to_pylist()
+    n_executions = len(store.read_rows("executions", "run-gone"))
+    assert (ledger["llm_calls"], ledger["tokens_in"], ledger["tokens_out"], ledger["evaluations"]) == (4, 0, 0, n_executions)
+    assert ledger["llm_seconds"] == pytest.approx(sum(c.latency_s for c in unusable))
+    assert "ledger" in shown.output  # its title (the narrow test console folds column names)
 
 
 def test_self_healing_records_each_unanswered_round_and_goes_on(prefect_server, tmp_path, monkeypatch):
@@ -70,5 +76,6 @@ def test_self_healing_records_each_unanswered_round_and_goes_on(prefect_server, 
     for c in unusable:
         record = json.loads(store.get_blob(c.candidate_id))
         assert record["reason"].startswith("the llm's answer is not a valid harness: no answer: could not get an answer")
-        assert record["answer"] == "" and " | tokens_in= tokens_out= latency_s=" in c.summary
+        assert record["answer"] == "" and c.summary.endswith(" | answer=" + store.blob_uri(store.put_blob(b"")))
+        assert (c.tokens_in, c.tokens_out) == (None, None) and c.latency_s is not None and c.latency_s >= 0
     assert max(store.read_rows("runs", "heal-gone"), key=lambda r: r.event_at).status == "finished"

@@ -202,3 +202,24 @@ def test_rerunning_a_guarded_run_adds_no_rows_and_no_mlflow_runs(guarded):
     again = self_healing(config=config, store_uri=str(root), run_id="heal-guard")
     assert counts(store) == before and again == first
     assert len(client.search_runs(experiment)) == n_runs
+
+
+def test_an_evaluation_cap_ends_the_run_after_a_round_and_a_raised_cap_continues_it(prefect_server, tmp_path):
+    from tasks.runtime.lifecycle import stored_config
+
+    store_uri = str(tmp_path / "capped")
+    self_healing(config=small_config(max_evaluations=1), store_uri=store_uri, run_id="heal-capped")
+    store = open_store(store_uri)
+    seeded = len(store.read_rows("executions", "heal-capped"))  # round 0: the seed on its cases
+    latest = max(store.read_rows("runs", "heal-capped"), key=lambda r: r.event_at)
+    assert latest.status == "budget_exhausted"
+    assert latest.error == f"budget cap reached: {seeded} evaluations of max_evaluations=1, before round 1"
+    assert {c.round for c in store.read_rows("candidates", "heal-capped")} == {0}
+    assert [r.candidate_id for r in store.read_rows("registry", "heal-capped")] == [
+        c.candidate_id for c in store.read_rows("candidates", "heal-capped")]  # the seed is the registered champion
+    raised = stored_config(store_uri, "heal-capped").model_copy(update={"max_evaluations": seeded + 1})
+    self_healing(config=raised, store_uri=store_uri, run_id="heal-capped")
+    assert max({c.round for c in store.read_rows("candidates", "heal-capped")}) == 1  # round 1 only
+    events = sorted(store.read_rows("runs", "heal-capped"), key=lambda r: r.event_at)
+    assert [e.status for e in events] == ["running", "budget_exhausted", "running", "budget_exhausted"]
+    assert events[-1].error.endswith(f"of max_evaluations={seeded + 1}, before round 2")

@@ -23,16 +23,16 @@ from tasks.stages.sample import task_description
 pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.integration]
 MAX_TOKENS = 192
 """Answers are capped so the whole llm set stays under 10 minutes on 1 CPU thread."""
-COST = re.compile(r" \| tokens_in=(\d+) tokens_out=(\d+) latency_s=([\d.]+) answer=(\S+)$")
+ANSWER = re.compile(r" \| answer=(\S+)$")
 
 
 def assert_recorded_call(store, candidate) -> tuple[int, int, float]:
-    """The candidate's summary names its call's cost and the blob of the raw answer."""
-    match = COST.search(candidate.summary)
+    """The candidate's columns hold its call's cost; its summary names the blob of the raw answer."""
+    match = ANSWER.search(candidate.summary)
     assert match, candidate.summary
-    tokens_in, tokens_out, latency = int(match[1]), int(match[2]), float(match[3])
+    tokens_in, tokens_out, latency = candidate.tokens_in, candidate.tokens_out, candidate.latency_s
     assert tokens_in > 50 and 0 < tokens_out <= MAX_TOKENS and latency > 0
-    assert store.get_blob(match[4].rsplit("/", 1)[-1]).decode() is not None
+    assert store.get_blob(match[1].rsplit("/", 1)[-1]).decode() is not None
     return tokens_in, tokens_out, latency
 
 
@@ -72,6 +72,8 @@ def test_self_healing_two_rounds(prefect_server, served, tmp_path):
         assert record["reason"].startswith("the llm's answer ")
         if record["answer"] is not None:
             assert_recorded_call(store, c)
+    for c in (c for c in written if c.artifact_kind != "llm_answer"):  # a rule the model wrote: its call's columns
+        assert c.tokens_in > 50 and 0 < c.tokens_out <= MAX_TOKENS and c.latency_s > 0
     assert max(store.read_rows("runs", "llm-heal"), key=lambda r: r.event_at).status == "finished"
 
 
@@ -132,3 +134,23 @@ def test_a_server_that_goes_away_mid_run_is_recorded_and_the_run_finishes(prefec
     reasons = [json.loads(store.get_blob(c.candidate_id))["reason"] for c in written]
     assert all(r.startswith("no answer: could not get an answer from http://127.0.0.1:") for r in reasons), reasons
     assert max(store.read_rows("runs", "llm-gone"), key=lambda r: r.event_at).status == "finished"
+
+
+def test_a_token_cap_stops_evolve_after_the_round_that_reached_it(prefect_server, served, tmp_path):
+    from flows.evolve import evolve
+    from storage.catalog import sql
+
+    config = RunConfig(loop="evolve", suite="circle_packing", budget=3, seed=0, workers=1, tracking=False,
+                       proposer="llm", max_llm_tokens=1,
+                       evolve=EvolveConfig(children_per_round=1, islands=1, llm_max_tokens=MAX_TOKENS))
+    evolve(config=config, store_uri=str(tmp_path), run_id="llm-capped")
+    store = open_store(str(tmp_path))
+    (call,) = [c for c in store.read_rows("candidates", "llm-capped") if c.round > 0]  # round 1 only: 1 call
+    assert call.round == 1 and call.latency_s > 0
+    tokens = call.tokens_in + call.tokens_out
+    latest = max(store.read_rows("runs", "llm-capped"), key=lambda r: r.event_at)
+    assert latest.status == "budget_exhausted"
+    assert latest.error == f"budget cap reached: {tokens} LLM tokens of max_llm_tokens=1, before round 2"
+    (ledger,) = sql(store, "SELECT * FROM ledger WHERE run_id = 'llm-capped'").to_pylist()
+    assert (ledger["llm_calls"], ledger["tokens_in"], ledger["tokens_out"]) == (1, call.tokens_in, call.tokens_out)
+    assert ledger["llm_seconds"] == pytest.approx(call.latency_s)

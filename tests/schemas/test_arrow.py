@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 from schemas.arrow import rows_to_table, table_to_rows, to_arrow_schema
-from schemas.rows import GateDecisionRow, RegistryRow, TrainStepRow
+from schemas.rows import CandidateRow, GateDecisionRow, RegistryRow, TrainStepRow
 from schemas.tables import TABLES, table_spec
 
 
@@ -43,6 +43,27 @@ def test_registry_and_train_step_types_are_pinned():
     assert train.field("metrics").type == pa.map_(pa.string(), pa.float64())
     assert train.names[-2:] == ["worker", "device"]
     assert all(train.field(c).type == pa.string() and train.field(c).nullable for c in ("worker", "device"))  # old parts lack them
+
+
+def test_candidate_schema_is_pinned_with_nullable_llm_cost_columns_last():
+    expected = pa.schema(
+        [
+            pa.field("run_id", pa.string(), nullable=False),
+            pa.field("candidate_id", pa.string(), nullable=False),
+            pa.field("round", pa.int64(), nullable=False),
+            pa.field("parent_ids", pa.list_(pa.string()), nullable=False),
+            pa.field("operator", pa.string(), nullable=False),
+            pa.field("proposer", pa.string(), nullable=False),
+            pa.field("artifact_kind", pa.string(), nullable=False),
+            pa.field("artifact_uri", pa.string(), nullable=False),
+            pa.field("island", pa.int64(), nullable=False),
+            pa.field("summary", pa.string(), nullable=False),
+            pa.field("tokens_in", pa.int64(), nullable=True),  # old parts lack the last three
+            pa.field("tokens_out", pa.int64(), nullable=True),
+            pa.field("latency_s", pa.float64(), nullable=True),
+        ]
+    )
+    assert to_arrow_schema(CandidateRow).equals(expected)
 
 
 def test_every_table_has_key_columns_and_run_id():

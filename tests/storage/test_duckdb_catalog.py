@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from schemas.arrow import rows_to_table
-from schemas.rows import ScoreRow
+from schemas.rows import CandidateRow, ScoreRow
 from schemas.tables import TABLES
 from storage.catalog import SECRET_PLACEHOLDER, connect, sql, write_catalog
 from storage.store import TableStore, open_store
@@ -132,3 +132,43 @@ def test_s3_catalog_needs_its_setup_script_and_the_secret(s3_store: TableStore, 
 
     result = _query_in_subprocess(str(path), str(setup), "testing-secret")
     assert result == {"rows": [["42", 1, 1.25], ["run1", 4, 11.0]], "empty": 0}
+
+
+def test_parts_written_before_a_column_existed_read_it_as_null(local_store: TableStore, make_row) -> None:
+    old = rows_to_table(CandidateRow, [make_row("candidates", "old", 1)]).drop_columns(
+        ["tokens_in", "tokens_out", "latency_s"])  # a part as the code before the LLM cost columns wrote it
+    directory = local_store.partition_dir("candidates", "old")
+    local_store.location.fs.create_dir(directory)
+    with local_store.location.fs.open_output_stream(f"{directory}/sample-r0001.parquet") as out:
+        pq.write_table(old, out)
+    only_old = sql(local_store, "SELECT run_id, tokens_in, tokens_out, latency_s FROM candidates").to_pylist()
+    assert only_old == [{"run_id": "old", "tokens_in": None, "tokens_out": None, "latency_s": None}]
+    local_store.write_part("candidates", "new", "sample", "r0001", [make_row("candidates", "new", 2)])
+    mixed = sql(local_store, "SELECT run_id, tokens_in, latency_s FROM candidates ORDER BY run_id").to_pylist()
+    assert mixed == [{"run_id": "new", "tokens_in": 2, "latency_s": 2.25}, {"run_id": "old", "tokens_in": None,
+                                                                         "latency_s": None}]
+    assert [r.tokens_in for r in sorted(local_store.read_rows("candidates"), key=lambda r: r.run_id)] == [2, None]
+
+
+def _ledger_store(store: TableStore, make_row) -> None:
+    """run a: 3 candidates (2 LLM calls: 100+50 in, 20+10 out, 1.5+0.5 s; one mutate child)
+    and 3 executions (cpu 0.25 + 0.5 + None); run b: nothing but its runs row."""
+    for run in ("a", "b"):
+        store.write_part("runs", run, "status", "running", [make_row("runs", run)])
+    cost = [(100, 20, 1.5), (50, 10, 0.5), (None, None, None)]
+    store.write_part("candidates", "a", "sample", "r0001", [
+        make_row("candidates", "a", i).model_copy(update={"tokens_in": t_in, "tokens_out": t_out, "latency_s": s})
+        for i, (t_in, t_out, s) in enumerate(cost)])
+    store.write_part("executions", "a", "execute", "r0001", [
+        make_row("executions", "a", i).model_copy(update={"cpu_s": cpu}) for i, cpu in enumerate([0.25, 0.5, None])])
+
+
+def test_the_ledger_view_sums_each_runs_calls_tokens_seconds_and_evaluations(local_store: TableStore, make_row) -> None:
+    _ledger_store(local_store, make_row)
+    rows = sql(local_store, "SELECT * EXCLUDE (loop, suite, status) FROM ledger ORDER BY run_id").to_pylist()
+    assert rows == [
+        {"run_id": "a", "llm_calls": 2, "tokens_in": 150, "tokens_out": 30, "llm_seconds": 2.0,
+         "sandbox_cpu_s": 0.75, "evaluations": 3},
+        {"run_id": "b", "llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "llm_seconds": 0.0,
+         "sandbox_cpu_s": 0.0, "evaluations": 0},
+    ]

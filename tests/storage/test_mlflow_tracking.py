@@ -97,6 +97,15 @@ def test_resumed_run_reuses_its_mlflow_run(tracking_uri: str, run_id: str) -> No
     assert [p.info.run_id for p in parents] == [parent_id]
 
 
+def test_a_run_a_budget_cap_ended_is_finished_and_reopened_by_its_resume(tracking_uri: str, run_id: str) -> None:
+    tracker = MlflowTracker(tracking_uri)
+    parent_id = tracker.start_run(run_id, "loop-c", {"suite": "toolsim"})
+    tracker.finish_run(run_id, "budget_exhausted")
+    assert MlflowClient(tracking_uri).get_run(parent_id).info.status == "FINISHED"
+    assert MlflowTracker(tracking_uri).start_run(run_id, "loop-c", {"suite": "toolsim"}) == parent_id
+    assert MlflowClient(tracking_uri).get_run(parent_id).info.status == "RUNNING"
+
+
 def test_logging_a_candidate_again_is_idempotent(tracking_uri: str, run_id: str) -> None:
     tracker = MlflowTracker(tracking_uri)
     tracker.start_run(run_id, "loop-c", {})

@@ -39,6 +39,7 @@ from tasks.loops.designer_rsi.designer_logic import (
     occurrence_of,
     replay_cases,
 )
+from tasks.proposers.llm import call_cost
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import RuleProposer
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
@@ -229,7 +230,7 @@ def design_rows(ref: RunRef, round_index: int, champion: str, design: Design,
         run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator=proposal.operator,
         proposer="llm" if proposal.operator.startswith("llm_") else RuleProposer.name,
         artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob), island=-1,
-        summary=f"{design.record.pool} {design.record.signature}: {proposal.rationale}",
+        summary=f"{design.record.pool} {design.record.signature}: {proposal.rationale}", **call_cost(proposal.call),
     )
     targets, olds = replay_cases(design.record, successes, settings.replay_targets, settings.replay_successes, blob)
     content = json.dumps({**json.loads(rule_text(proposal)), "pool": design.record.pool,

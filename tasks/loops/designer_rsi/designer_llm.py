@@ -74,12 +74,12 @@ def llm_design(
         raise NoLLMEdit("no pool record reached its threshold")
     record = records[0]
     require_endpoint(config)
-    edited, summary = edited_harness(champion_id, champion_source, brief(record, evidence_for[record.signature]),
-                                     config, rng)
+    edited, answer = edited_harness(champion_id, champion_source, brief(record, evidence_for[record.signature]),
+                                    config, rng)
     target = edited_target(document, edited)
     if target is None:
-        raise NoLLMEdit("the llm's answer leaves the library unchanged")
+        raise NoLLMEdit("the llm's answer leaves the library unchanged", answer)
     key = hashlib.sha256(json.dumps(edited, sort_keys=True).encode()).hexdigest()[:16]
-    proposal = RuleProposal(dict(edited), tuple(record.case_ids), summary, f"llm_{record.pool}", key, target,
-                            record.count)
+    proposal = RuleProposal(dict(edited), tuple(record.case_ids), answer.summary, f"llm_{record.pool}", key, target,
+                            record.count, call=answer)
     return Design(record, proposal)

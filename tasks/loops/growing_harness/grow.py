@@ -41,6 +41,7 @@ from tasks.loops.growing_harness.grow_logic import (
     state_json,
     state_of,
 )
+from tasks.proposers.llm import call_cost
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -233,7 +234,7 @@ def repair(ref: RunRef, step: int) -> str | None:
                                  proposer="llm" if run_config(ref).proposer == "llm" else RuleProposer.name,
                                  artifact_kind=suite.artifact_kind,
                                  artifact_uri=store.blob_uri(blob), island=-1,
-                                 summary=" | ".join(e.rationale for e in edits))]
+                                 summary=" | ".join(e.rationale for e in edits), **call_cost(edits[-1].call))]
             store.write_part("distillates", ref.run_id, "repair", key, record)
         store.write_part("candidates", ref.run_id, STAGE, key, rows)
     published = store.read_part("candidates", ref.run_id, STAGE, key)

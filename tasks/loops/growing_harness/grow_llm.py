@@ -41,10 +41,10 @@ def llm_patch(working_id: str, working_source: str, working: Mapping[str, Any], 
     NoLLMEdit with the reason when its answer is not a usable patch."""
     if not failures:
         raise NoLLMEdit("the window holds no failing task: nothing to patch")
-    document, summary = edited_harness(working_id, working_source, brief(failures), config, rng)
+    document, answer = edited_harness(working_id, working_source, brief(failures), config, rng)
     text = json.dumps(document, sort_keys=True)
     if text == json.dumps(dict(working), sort_keys=True):
-        raise NoLLMEdit("the llm's answer leaves the harness unchanged")
-    return RuleProposal(document=document, triggers=tuple(t.case_id for t in failures), rationale=summary,
+        raise NoLLMEdit("the llm's answer leaves the harness unchanged", answer)
+    return RuleProposal(document=document, triggers=tuple(t.case_id for t in failures), rationale=answer.summary,
                         operator=OPERATOR, key=hashlib.sha256(text.encode()).hexdigest()[:16], target="harness",
-                        support=len(failures))
+                        support=len(failures), call=answer)

@@ -42,6 +42,7 @@ from tasks.loops.medrsi.medrsi_logic import (
     tool_item,
     with_tool,
 )
+from tasks.proposers.llm import call_cost
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
 from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
@@ -134,9 +135,10 @@ def tool_spec(row: DistillateRow) -> dict:
 
 
 def publish_tool(ref: RunRef, stage: str, key: str, round_index: int, stable: str, spec: dict, operator: str,
-                 status: str) -> str:
+                 status: str, call: dict | None = None) -> str:
     """Freeze a tool version: the candidate harness (stable + tool) as a blob, its
-    candidate row and its tool row; returns the candidate id."""
+    candidate row and its tool row; returns the candidate id. ``call``: the cost of the
+    LLM call that built the tool (``call_cost``), for the version it built, not a refreeze."""
     store, suite = store_for(ref.store_uri), run_suite(ref)
     document = with_tool(harness_document(ref, stable), spec["edit"], spec["item"])
     blob = store.put_blob(harness_source(document).encode())
@@ -146,7 +148,7 @@ def publish_tool(ref: RunRef, stage: str, key: str, round_index: int, stable: st
     candidate = CandidateRow(
         run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[stable], operator=operator,
         proposer=spec["proposer"], artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob), island=-1,
-        summary=spec["rationale"],
+        summary=spec["rationale"], **(call or call_cost(None)),
     )
     row = DistillateRow(run_id=ref.run_id, distillate_id=blob, round=round_index, kind="tool",
                         content=json.dumps(spec, sort_keys=True), uri=store.blob_uri(blob), source_execution_ids=[],
@@ -249,13 +251,14 @@ def chat_tool(ref: RunRef, stable: str, traces: Sequence[Trace], clusters: Seque
         return None
     source = store_for(ref.store_uri).get_blob(stable).decode()
     try:
-        edit, item, rationale = llm_tool(stable, source, document, clusters[0], traces, run_config(ref).evolve, rng)
+        edit, item, rationale, answer = llm_tool(stable, source, document, clusters[0], traces, run_config(ref).evolve,
+                                                 rng)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no tool: {reason}")
         return None
     return {"tool_id": tool_id(edit, item), "edit": edit, "item": item, "operator": "llm_tool", "proposer": "llm",
             "key": tool_id(edit, item), "cluster_id": clusters[0].cluster_id, "priority": clusters[0].priority,
-            "triggers": list(clusters[0].case_ids), "rationale": rationale}
+            "triggers": list(clusters[0].case_ids), "rationale": rationale, "call": call_cost(answer)}
 
 
 @task(name="build", **STAGE_OPTIONS)
@@ -278,7 +281,8 @@ def build(ref: RunRef, round_index: int, stable: str) -> str | None:
         spec = rule_tool(traces, clusters, document, built_keys(ref), rng)
     if spec is None or spec["tool_id"] in {tool_spec(r)["tool_id"] for r in tool_rows(ref)}:
         return None
-    candidate = publish_tool(ref, "build", key, round_index, stable, spec, spec["operator"], "proposed")
+    call = spec.pop("call", None)  # the row's columns, not the tool's spec
+    candidate = publish_tool(ref, "build", key, round_index, stable, spec, spec["operator"], "proposed", call)
     reporter().advance(0, f"round {round_index}: built {spec['operator']} for {spec['cluster_id']}")
     return candidate
 

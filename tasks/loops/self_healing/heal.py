@@ -25,7 +25,7 @@ from tasks.harness_loops.episodes import episodes, executions_of, harness_docume
 from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.self_healing.heal_llm import llm_rule
-from tasks.proposers.llm import ANSWER_KIND, UNUSABLE, cost_note
+from tasks.proposers.llm import ANSWER_KIND, UNUSABLE, call_cost, cost_note
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -171,7 +171,7 @@ def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: 
     try:
         written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
         if content_id(harness_source(written.document)) in known:
-            raise NoLLMEdit("the llm's harness is an existing candidate", asked=True)
+            raise NoLLMEdit("the llm's harness is an existing candidate", written.call)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no rule: {reason}")
         raise
@@ -189,7 +189,7 @@ def unusable_row(ref: RunRef, round_index: int, champion: str, reason: NoLLMEdit
     return CandidateRow(
         run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator=UNUSABLE,
         proposer="llm", artifact_kind=ANSWER_KIND, artifact_uri=store.blob_uri(blob), island=-1,
-        summary=f"{UNUSABLE}: {str(reason)[:300]}{cost}",
+        summary=f"{UNUSABLE}: {str(reason)[:300]}{cost}", **call_cost(call),
     )
 
 
@@ -203,7 +203,7 @@ def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RulePropos
     candidate = CandidateRow(
         run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator=proposal.operator,
         proposer=proposer, artifact_kind=suite.artifact_kind, artifact_uri=store.blob_uri(blob), island=-1,
-        summary=proposal.rationale,
+        summary=proposal.rationale, **call_cost(proposal.call),
     )
     sources = {e.case_id: e.execution_id for t in (replay_tag(champion), train_tag(champion))
                for e in executions_of(ref, t, champion)}

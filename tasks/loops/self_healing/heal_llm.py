@@ -42,13 +42,13 @@ def llm_rule(champion_id: str, champion_source: str, champion: dict[str, Any], t
     failures = [t for t in traces if not t.success]
     if not failures:
         raise NoLLMEdit("the champion fails no train case: nothing to heal")
-    document, summary = edited_harness(champion_id, champion_source, brief(failures), config, rng)
+    document, answer = edited_harness(champion_id, champion_source, brief(failures), config, rng)
     found = added_tool(champion, document)
     if found is None:
-        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness", asked=True)
+        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness", answer)
     _, item = found
     return RuleProposal(
-        document=document, triggers=tuple(t.case_id for t in failures), rationale=summary,
+        document=document, triggers=tuple(t.case_id for t in failures), rationale=answer.summary,
         operator=OPERATOR, key=content_id(json.dumps(item, sort_keys=True)), target=item.get("id") or item["name"],
-        support=len(failures),
+        support=len(failures), call=answer,
     )

@@ -23,7 +23,7 @@ from tasks.proposers.base import (
     TransientProposerError,
 )
 from tasks.proposers.base import Proposal
-from tasks.proposers.llm import UNAVAILABLE, LLMProposer, chat_completion, cost_note, load_prompt
+from tasks.proposers.llm import UNAVAILABLE, LLMProposer, call_cost, chat_completion, cost_note, load_prompt
 
 PROGRAM = """import numpy as np
 
@@ -248,12 +248,16 @@ def test_prompt_templates_ship_with_known_placeholders_only():
     }
 
 
-def test_cost_note_names_the_call_and_its_answer():
+def test_cost_note_names_the_answer_and_call_cost_fills_the_candidate_columns():
     call = Proposal("x = 2\n", "llm_diff", ("a",), "llm", "s", answer="A", tokens_in=212, tokens_out=37, latency_s=41.234)
-    assert cost_note(call, "file:///s/blobs/ab") == " | tokens_in=212 tokens_out=37 latency_s=41.23 answer=file:///s/blobs/ab"
+    assert cost_note(call, "file:///s/blobs/ab") == " | answer=file:///s/blobs/ab"
+    assert call_cost(call) == {"tokens_in": 212, "tokens_out": 37, "latency_s": 41.234}
     unanswered = Proposal("{}", "llm_unusable", ("a",), "llm", "s", unusable="no answer", answer="", latency_s=0.5)
-    assert cost_note(unanswered, "u") == " | tokens_in= tokens_out= latency_s=0.50 answer=u"
-    assert cost_note(Proposal("x = 2\n", "constant", ("a",), "mutate", "s"), None) == ""
+    assert cost_note(unanswered, "u") == " | answer=u"
+    assert call_cost(unanswered) == {"tokens_in": None, "tokens_out": None, "latency_s": 0.5}
+    mutated = Proposal("x = 2\n", "constant", ("a",), "mutate", "s")
+    assert cost_note(mutated, None) == ""
+    assert call_cost(mutated) == call_cost(None) == {"tokens_in": None, "tokens_out": None, "latency_s": None}
 
 
 def test_the_prompt_names_the_suites_task():

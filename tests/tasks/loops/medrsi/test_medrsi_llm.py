@@ -44,7 +44,8 @@ def endpoint(monkeypatch):
             self.rfile.read(int(self.headers["Content-Length"]))
             content = answers.pop(0)
             message = {"role": "assistant", "content": content}
-            body = json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
+            usage = {"prompt_tokens": 120, "completion_tokens": 30}
+            body = json.dumps({"choices": [{"index": 0, "message": message}], "usage": usage}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -72,8 +73,9 @@ def build(answer: str, endpoint: list[str]):
 
 def test_an_answer_adding_one_skill_is_a_tool(endpoint):
     program = harness_source({**STABLE, "skills": [SKILL]})
-    edit, item, rationale = build(f"Add a skill.\n```python\n{program}```\n", endpoint)
+    edit, item, rationale, answer = build(f"Add a skill.\n```python\n{program}```\n", endpoint)
     assert (edit, item) == ("put_skill", SKILL) and "list_orders" in rationale
+    assert (answer.tokens_in, answer.tokens_out) == (120, 30) and answer.latency_s > 0  # the candidate's columns
 
 
 @pytest.mark.parametrize("document, reason", [
@@ -82,5 +84,6 @@ def test_an_answer_adding_one_skill_is_a_tool(endpoint):
 ])
 def test_an_answer_that_is_not_one_valid_tool_builds_none(endpoint, document, reason):
     program = harness_source(document)
-    with pytest.raises(NoLLMEdit, match=reason):
+    with pytest.raises(NoLLMEdit, match=reason) as failed:
         build(f"```python\n{program}```\n", endpoint)
+    assert failed.value.proposal.tokens_in == 120  # the failed call, with its cost, for the round's record
