@@ -260,7 +260,8 @@ class SubprocessExecutor(Executor):
             status, error = transcript.load_failure
             error = f"loading the program: {error}"
             return [CaseResult(case.case_id, status, error=error, extra=dict(extra)) for case in cases]
-        results = [_case_result(case, record, extra) for case, record in zip(cases, transcript.records)]
+        results = [_within_limit(_case_result(case, record, extra), self.config.case_cpu_s)
+                   for case, record in zip(cases, transcript.records)]
         if len(results) == len(cases):
             return results
         stderr_tail = _tail(err)
@@ -374,6 +375,19 @@ def _case_result(case: Case, record: Record, extra: dict) -> CaseResult:
         peak_rss_mb=record.peak_rss_mb,
         extra=dict(extra),
     )
+
+
+def _within_limit(result: CaseResult, limit_s: float | None) -> CaseResult:
+    """A case that returned before the parent's next CPU check but, by the harness's own
+    clock, used more than its limit is a timeout all the same, so a limit below the poll
+    interval still holds. (A candidate that forges that clock lower gains at most the one
+    poll interval the parent's own check allows anyway.)"""
+    if limit_s is None or result.status != "ok" or result.cpu_s is None or result.cpu_s <= limit_s:
+        return result
+    error = (f"exceeded the CPU-time limit of {limit_s:g} s (used {result.cpu_s:.4f} s of CPU in the case, by the "
+             "harness's clock; it returned before the parent's next check)")
+    return CaseResult(result.case_id, "timeout", error=error, wall_s=result.wall_s, cpu_s=result.cpu_s,
+                      peak_rss_mb=result.peak_rss_mb, extra=result.extra)
 
 
 @cache

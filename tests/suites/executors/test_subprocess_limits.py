@@ -149,3 +149,13 @@ def test_an_honest_case_on_a_busy_machine_is_ok(sandboxed, busy_core):
     assert all(0.3 <= r.cpu_s < timeout_s for r in results)
     # a wall-clock limit of timeout_s would have cut them: sharing the core, they took longer
     assert all(r.wall_s > timeout_s for r in results), [r.wall_s for r in results]
+
+
+def test_a_limit_below_the_poll_interval_still_holds(sandboxed):
+    # 2 ms of CPU allowed; the parent first looks after 10 ms, so a 6 ms case returns before any
+    # parent check: its own CPU clock still makes it a timeout, and a 0 ms case stays ok
+    executor = sandboxed(cpu_limit_s=0.002, timeout_s=1.0, wall_factor=50.0)
+    results = executor.run(BURN, RUNNER, "burn", cases({"seconds": 0.006}, {"seconds": 0.0}))
+    assert [r.status for r in results] == ["timeout", "ok"]
+    assert results[0].error.startswith("exceeded the CPU-time limit of 0.002 s (used 0.0")  # CPU clocks tick coarsely
+    assert results[0].output is None and results[0].cpu_s >= 0.006
