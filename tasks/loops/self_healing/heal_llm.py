@@ -21,6 +21,7 @@ from schemas.ids import content_id
 from tasks.harness_loops.documents import added_tool
 from tasks.harness_loops.llm_edit import NoLLMEdit, edited_harness
 from tasks.harness_loops.llm_edit import brief as llm_brief
+from tasks.proposers import Proposal
 from tasks.proposers.rule_evidence import Trace
 from tasks.proposers.rules import RuleProposal
 
@@ -36,19 +37,19 @@ def brief(failures: Sequence[Trace]) -> str:
 
 
 def llm_rule(champion_id: str, champion_source: str, champion: dict[str, Any], traces: Sequence[Trace],
-             config: EvolveConfig, rng: random.Random) -> RuleProposal:
-    """The rule the endpoint wrote for the champion's failures; raises NoLLMEdit with the
-    reason when its answer is not one rule (or there is nothing to heal)."""
+             config: EvolveConfig, rng: random.Random) -> tuple[RuleProposal, Proposal]:
+    """(the rule, the call) the endpoint wrote for the champion's failures; raises NoLLMEdit
+    with the reason (and the call) when its answer is not one rule (or there is nothing to heal)."""
     failures = [t for t in traces if not t.success]
     if not failures:
         raise NoLLMEdit("the champion fails no train case: nothing to heal")
-    document, summary = edited_harness(champion_id, champion_source, brief(failures), config, rng)
+    document, call = edited_harness(champion_id, champion_source, brief(failures), config, rng)
     found = added_tool(champion, document)
     if found is None:
-        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness", asked=True)
+        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness", call)
     _, item = found
     return RuleProposal(
-        document=document, triggers=tuple(t.case_id for t in failures), rationale=summary,
+        document=document, triggers=tuple(t.case_id for t in failures), rationale=call.summary,
         operator=OPERATOR, key=content_id(json.dumps(item, sort_keys=True)), target=item.get("id") or item["name"],
         support=len(failures),
-    )
+    ), call

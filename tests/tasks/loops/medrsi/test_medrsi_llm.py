@@ -72,8 +72,9 @@ def build(answer: str, endpoint: list[str]):
 
 def test_an_answer_adding_one_skill_is_a_tool(endpoint):
     program = harness_source({**STABLE, "skills": [SKILL]})
-    edit, item, rationale = build(f"Add a skill.\n```python\n{program}```\n", endpoint)
-    assert (edit, item) == ("put_skill", SKILL) and "list_orders" in rationale
+    edit, item, call = build(f"Add a skill.\n```python\n{program}```\n", endpoint)
+    assert (edit, item) == ("put_skill", SKILL) and call.answer == f"Add a skill.\n```python\n{program}```\n"
+    assert call.summary.startswith("llm_rewrite by tiny-coder: Add a skill.")
 
 
 @pytest.mark.parametrize("document, reason", [
@@ -82,5 +83,6 @@ def test_an_answer_adding_one_skill_is_a_tool(endpoint):
 ])
 def test_an_answer_that_is_not_one_valid_tool_builds_none(endpoint, document, reason):
     program = harness_source(document)
-    with pytest.raises(NoLLMEdit, match=reason):
+    with pytest.raises(NoLLMEdit, match=reason) as raised:
         build(f"```python\n{program}```\n", endpoint)
+    assert raised.value.proposal.answer == f"```python\n{program}```\n"
