@@ -43,16 +43,17 @@ COST = re.compile(r" \| tokens_in=(\d*) tokens_out=(\d*) latency_s=([\d.]*) answ
 
 @dataclass(frozen=True)
 class Sizes:
-    """Children per evolve run, children per round, answer cap, self_healing rounds."""
+    """Children per evolve run, children per round, answer cap, self_healing rounds and seeds."""
 
     budget: int
     children_per_round: int
     max_tokens: int
     heal_rounds: int
+    heal_seeds: int
 
 
-FULL = Sizes(budget=6, children_per_round=2, max_tokens=384, heal_rounds=3)
-QUICK = Sizes(budget=2, children_per_round=1, max_tokens=96, heal_rounds=2)
+FULL = Sizes(budget=6, children_per_round=2, max_tokens=384, heal_rounds=3, heal_seeds=2)
+QUICK = Sizes(budget=2, children_per_round=1, max_tokens=96, heal_rounds=2, heal_seeds=1)
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,8 @@ def paired_table(runs: Sequence[Run], a: str, b: str, loop: str, suites: Sequenc
 
 
 def measure(store_uri: str, sizes: Sizes, minutes: float, max_seeds: int) -> tuple[list[Run], list[Run]]:
-    """Evolve seeds until the next one would pass the time budget, then one paired
-    self_healing seed (two when the evolve seeds left room)."""
+    """Evolve seeds until the next one would pass the time budget, then the paired
+    self_healing seeds."""
     evolve_runs: list[Run] = []
     started = time.monotonic()
     for seed in range(max_seeds):
@@ -174,7 +175,8 @@ def measure(store_uri: str, sizes: Sizes, minutes: float, max_seeds: int) -> tup
         print(f"evolve seed {seed}: {took:.0f} s", flush=True)
         if time.monotonic() - started + took > minutes * 60:
             break
-    heal_runs = [run_self_healing(store_uri, proposer, seed, sizes) for seed in range(1) for proposer in ("mutate", "llm")]
+    heal_runs = [run_self_healing(store_uri, proposer, seed, sizes) for seed in range(sizes.heal_seeds)
+                 for proposer in ("mutate", "llm")]
     return evolve_runs, heal_runs
 
 
@@ -217,6 +219,7 @@ def main() -> None:
 
     prepare_environment(store_uri)
     process, model = serve(Path(store_uri) / "llama-server.log")
+    load, started = os.getloadavg(), time.monotonic()
     try:
         evolve_runs, heal_runs = measure(store_uri, sizes, args.minutes, max_seeds)
     finally:
@@ -225,6 +228,9 @@ def main() -> None:
 
             llama_server.stop(process)
     print(report(evolve_runs, heal_runs, sizes, model))
+    print(f"\n{time.monotonic() - started:.0f} s in all on {os.cpu_count()} cores; load average (1/5/15 min) "
+          f"{' '.join(f'{x:.2f}' for x in load)} at the start, {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"at the end.")
 
 
 if __name__ == "__main__":
