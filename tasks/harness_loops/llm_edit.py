@@ -55,11 +55,11 @@ def edited_harness(parent_id: str, parent_source: str, description: str, config:
     return document, answer
 
 
-def costed_summary(ref: RunRef, call: Proposal) -> str:
-    """A usable answer's summary with its call's cost and its raw answer's blob (``cost_note``),
-    as evolve's llm candidates carry them."""
+def costed_summary(ref: RunRef, call: Proposal, detail: str = "") -> str:
+    """A usable answer's summary (then ``detail``) ending with its call's cost and its raw
+    answer's blob (``cost_note``), as evolve's llm candidates carry them."""
     store = store_for(ref.store_uri)
-    return call.summary + cost_note(call, store.blob_uri(store.put_blob((call.answer or "").encode())))
+    return call.summary + detail + cost_note(call, store.blob_uri(store.put_blob((call.answer or "").encode())))
 
 
 def unusable_row(ref: RunRef, round_index: int, parent_id: str, reason: NoLLMEdit) -> CandidateRow:

@@ -256,7 +256,7 @@ def chat_tool(ref: RunRef, stable: str, traces: Sequence[Trace], clusters: Seque
     except NoLLMEdit as reason:
         reporter().advance(0, f"no tool: {reason}")
         raise
-    rationale = costed_summary(ref, call) + " | " + json.dumps(item, sort_keys=True)[:200]
+    rationale = costed_summary(ref, call, " | " + json.dumps(item, sort_keys=True)[:200])
     return {"tool_id": tool_id(edit, item), "edit": edit, "item": item, "operator": "llm_tool", "proposer": "llm",
             "key": tool_id(edit, item), "cluster_id": clusters[0].cluster_id, "priority": clusters[0].priority,
             "triggers": list(clusters[0].case_ids), "rationale": rationale}
