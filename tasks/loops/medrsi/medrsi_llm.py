@@ -6,7 +6,8 @@ parses and adds exactly one rule or one skill to the stable one (``added_tool``)
 
 Offline (no RATCHET_LLM_* endpoint) the loop's default, the rule proposer, builds the
 tools; this module is never called then. An answer that is not one tool yields no
-tool for the round, with the reason returned for the progress log."""
+tool for the round: the build stage records it as an ``llm_unusable`` candidate with the
+reason and the raw answer (``tasks.harness_loops.llm_edit.unusable_row``), and the loop goes on."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ picks 3 of them, as for the rule proposer's proposals.
 
 Offline (no RATCHET_LLM_* endpoint) the loop's default, the rule proposer, writes the
 rules and this module is never called. An answer that is not one rule yields no
-proposal for the round (the loop stops, as when the rule proposer has no edit left)."""
+proposal for the round: the heal stage records it as an ``llm_unusable`` candidate with the
+reason and the raw answer (``tasks.harness_loops.llm_edit.unusable_row``), and the next round asks again."""
 
 from __future__ import annotations
 
