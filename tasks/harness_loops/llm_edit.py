@@ -6,14 +6,17 @@ and this is never called."""
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 from schemas.configs import EvolveConfig
+from schemas.rows import CandidateRow
 from suites.toolsim.harness import HarnessError, parse_harness
 from tasks.harness_loops.documents import literal_document
 from tasks.proposers import DiffError, LLMProposer, ParentInfo, Proposal
-from tasks.proposers.llm import load_prompt
+from tasks.proposers.llm import ANSWER_KIND, UNUSABLE, call_cost, cost_note, load_prompt
+from tasks.runtime.context import RunRef, store_for
 
 
 class NoLLMEdit(ValueError):
@@ -37,9 +40,9 @@ def brief(prompt_file: str, **fields: Any) -> str:
 
 def edited_harness(parent_id: str, parent_source: str, description: str, config: EvolveConfig,
                    rng: random.Random) -> tuple[dict[str, Any], Proposal]:
-    """(document, the answer: its summary and its call's cost) of the harness program the
-    endpoint returned as an edit of the parent; raises NoLLMEdit when it is not one
-    literal, valid harness."""
+    """(document, the call: its summary, raw answer, tokens, latency) of the harness program
+    the endpoint returned as an edit of the parent; raises NoLLMEdit (with the call) when it
+    is not one literal, valid harness."""
     proposer = LLMProposer(config, task_description=description, entrypoint="harness")
     answer = proposer.propose([ParentInfo(parent_id, parent_source, None)], rng)
     try:
@@ -50,3 +53,34 @@ def edited_harness(parent_id: str, parent_source: str, description: str, config:
     except (DiffError, ValueError, HarnessError) as exc:  # HarnessError is a ValueError; named for the reader
         raise NoLLMEdit(f"the llm's answer is not a valid harness: {exc}", answer) from exc
     return document, answer
+
+
+def costed_summary(ref: RunRef, call: Proposal, detail: str = "") -> str:
+    """A usable answer's summary (then ``detail``) ending with its raw answer's blob
+    (``cost_note``), as evolve's llm candidates carry it; the call's tokens and seconds go
+    in the candidate's columns (``call_cost``)."""
+    store = store_for(ref.store_uri)
+    return call.summary + detail + cost_note(call, store.blob_uri(store.put_blob((call.answer or "").encode())))
+
+
+def unusable_row(ref: RunRef, round_index: int, parent_id: str, reason: NoLLMEdit) -> CandidateRow:
+    """The record of a round whose llm answer gave no edit: operator ``llm_unusable``, kind
+    ``llm_answer``, never executed; its blob holds the reason and the raw answer
+    (as tasks/stages/sample.py records evolve's), the summary ends with the answer's own
+    blob (``cost_note``) and the call's tokens and seconds are its columns."""
+    store, call = store_for(ref.store_uri), reason.proposal
+    record = {"parent_id": parent_id, "round": round_index, "reason": str(reason),
+              "answer": None if call is None else call.answer}
+    blob = store.put_blob(json.dumps(record, indent=1).encode())
+    answered = call is not None and call.answer is not None
+    cost = cost_note(call, store.blob_uri(store.put_blob(call.answer.encode()))) if answered else ""
+    return CandidateRow(
+        run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[parent_id], operator=UNUSABLE,
+        proposer="llm", artifact_kind=ANSWER_KIND, artifact_uri=store.blob_uri(blob), island=-1,
+        summary=f"{UNUSABLE}: {str(reason)[:300]}{cost}", **call_cost(call),
+    )
+
+
+def is_unusable(row: CandidateRow) -> bool:
+    """Whether a candidate row records an llm answer that gave no edit (never executed)."""
+    return row.artifact_kind == ANSWER_KIND

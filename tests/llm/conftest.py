@@ -3,7 +3,9 @@ test-llm`: the [llm] extra installed and the model fetched). The tests here are 
 `llm` and left out of `make test`. tests/conftest.py points RATCHET_CACHE_DIR at a
 temporary folder, so the model is looked for where `make llm` put it too."""
 
+import json
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -55,3 +57,51 @@ def served(tmp_path_factory):
     server.stop()
     for key, value in saved.items():
         os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+
+
+MAX_TOKENS = 192
+"""Answers are capped so the whole llm set stays under 10 minutes on 1 CPU thread."""
+ANSWER = re.compile(r" \| answer=(\S+)$")
+
+
+class Recorded:
+    """What every llm-written candidate must carry, checked on a run's stored rows."""
+
+    max_tokens = MAX_TOKENS
+
+    @staticmethod
+    def call(store, candidate) -> tuple[int, int, float]:
+        """The candidate's columns hold its call's cost; its summary names the blob of the raw answer."""
+        match = ANSWER.search(candidate.summary)
+        assert match, candidate.summary
+        tokens_in, tokens_out, latency = candidate.tokens_in, candidate.tokens_out, candidate.latency_s
+        assert tokens_in > 50 and 0 < tokens_out <= MAX_TOKENS and latency > 0
+        assert store.get_blob(match[1].rsplit("/", 1)[-1]).decode() is not None
+        return tokens_in, tokens_out, latency
+
+    @classmethod
+    def llm_rows(cls, store, run_id: str) -> list:
+        """The run's llm-written candidates by round, each checked: an unusable answer is an
+        `llm_unusable` / `llm_answer` row whose blob says why and keeps the raw answer, never
+        executed; a usable one is an executed artifact; both carry the call's cost."""
+        executed = {e.candidate_id for e in store.read_rows("executions", run_id)}
+        written = sorted((c for c in store.read_rows("candidates", run_id) if c.proposer == "llm"),
+                         key=lambda c: c.round)
+        for c in written:
+            cls.call(store, c)
+            if c.operator == "llm_unusable":
+                record = json.loads(store.get_blob(c.candidate_id))
+                assert c.artifact_kind == "llm_answer" and c.candidate_id not in executed
+                assert record["reason"] and record["answer"] is not None
+            else:
+                assert c.artifact_kind != "llm_answer" and c.candidate_id in executed, c
+        return written
+
+    @staticmethod
+    def finished(store, run_id: str) -> bool:
+        return max(store.read_rows("runs", run_id), key=lambda r: r.event_at).status == "finished"
+
+
+@pytest.fixture(scope="session")
+def recorded() -> type[Recorded]:
+    return Recorded

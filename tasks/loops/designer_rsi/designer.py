@@ -14,6 +14,7 @@ the latest event holds. A resumed run rebuilds it from those rows and goes on ex
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from typing import Sequence
@@ -25,7 +26,7 @@ from schemas.rows import CandidateRow, DistillateRow, ExecutionRow
 from suites.base import Case
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of, rule_text
 from tasks.harness_loops.episodes import case_index, episode_of, harness_document, record_steps
-from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.llm_edit import NoLLMEdit, costed_summary, is_unusable, unusable_row
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.designer_rsi.designer_llm import llm_design, require_endpoint
 from tasks.loops.designer_rsi.designer_logic import (
@@ -220,6 +221,20 @@ def fresh_design(records: Sequence[PoolRecord], evidence: dict[str, Evidence], d
     return None
 
 
+def chat_design(ref: RunRef, records: Sequence[PoolRecord], evidence: dict[str, Evidence], champion: str,
+                rejected: set[str], known: set[str], rng: random.Random) -> Design:
+    """`proposer: llm`: the chat endpoint's edit (tasks/loops/designer_rsi/designer_llm.py), its summary
+    carrying the call's cost; raises NoLLMEdit when the answer is no new edit."""
+    store, config = store_for(ref.store_uri), run_config(ref)
+    written, call = llm_design(records, evidence, champion, store.get_blob(champion).decode(),
+                               harness_document(ref, champion), config.evolve, rng)
+    if written.proposal.key in rejected:
+        raise NoLLMEdit("the llm's edit is one the replay already rejected", call)
+    if content_id(harness_source(written.proposal.document)) in known:
+        raise NoLLMEdit("the llm's harness is an existing candidate", call)
+    return Design(written.record, dataclasses.replace(written.proposal, rationale=costed_summary(ref, call), call=call))
+
+
 def design_rows(ref: RunRef, round_index: int, champion: str, design: Design,
                 successes: Sequence[Trace]) -> tuple[CandidateRow, DistillateRow]:
     store, suite, settings = store_for(ref.store_uri), run_suite(ref), run_config(ref).designer
@@ -254,7 +269,7 @@ def design(ref: RunRef, round_index: int, champion: str) -> str | None:
     with the skill, so replay and gate read the same cases after any resume."""
     store, config, key = store_for(ref.store_uri), run_config(ref), round_key(round_index)
     if store.has_part("candidates", ref.run_id, "design", key):
-        written = store.read_part("candidates", ref.run_id, "design", key)
+        written = [c for c in store.read_part("candidates", ref.run_id, "design", key) if not is_unusable(c)]
         return written[0].candidate_id if written else None
     if config.proposer == "llm":
         require_endpoint(config.evolve)
@@ -266,15 +281,13 @@ def design(ref: RunRef, round_index: int, champion: str) -> str | None:
     rng = random.Random(seed_for(config.seed, "design", round_index))
     evidence = evidence_for(ref, round_index, champion, records, trials) if records else {}
     if config.proposer == "llm":
-        source = store.get_blob(champion).decode()
         try:
-            written = llm_design(records, evidence, champion, source, harness_document(ref, champion), config.evolve,
-                                 rng)
-        except NoLLMEdit:
-            written = None
-        chosen = None if written is None or written.proposal.key in rejected else written
-        if chosen is not None and content_id(harness_source(chosen.proposal.document)) in known:
-            chosen = None
+            chosen = chat_design(ref, records, evidence, champion, rejected, known, rng)
+        except NoLLMEdit as reason:  # the answer is recorded, never replayed; traffic goes on
+            rows = [unusable_row(ref, round_index, champion, reason)] if reason.asked else []
+            store.write_part("distillates", ref.run_id, "design", key, [])
+            store.write_part("candidates", ref.run_id, "design", key, rows)
+            return None
     else:
         chosen = fresh_design(records, evidence, harness_document(ref, champion), rejected, known, rng)
     successes = next(iter(evidence.values())).successes if evidence else ()

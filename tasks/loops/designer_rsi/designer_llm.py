@@ -19,7 +19,7 @@ from schemas.configs import EvolveConfig
 from tasks.harness_loops.llm_edit import NoLLMEdit, edited_harness
 from tasks.harness_loops.llm_edit import brief as llm_brief
 from tasks.loops.designer_rsi.designer_logic import EXPAND, Design, PoolRecord
-from tasks.proposers import LLMProposer, ProposerUnavailable
+from tasks.proposers import LLMProposer, Proposal, ProposerUnavailable
 from tasks.proposers.rule_evidence import Evidence, Trace
 from tasks.proposers.rules import RuleProposal
 
@@ -67,19 +67,19 @@ def require_endpoint(config: EvolveConfig) -> None:
 def llm_design(
     records: Sequence[PoolRecord], evidence_for: Mapping[str, Evidence], champion_id: str, champion_source: str,
     document: Mapping[str, Any], config: EvolveConfig, rng: random.Random,
-) -> Design:
-    """The endpoint's edit for the first eligible record; raises NoLLMEdit with the
-    reason when there is none."""
+) -> tuple[Design, Proposal]:
+    """(the design, the call) of the endpoint's edit for the first eligible record; raises
+    NoLLMEdit with the reason (and the call, when the model was asked) when there is none."""
     if not records:
         raise NoLLMEdit("no pool record reached its threshold")
     record = records[0]
     require_endpoint(config)
-    edited, answer = edited_harness(champion_id, champion_source, brief(record, evidence_for[record.signature]),
-                                    config, rng)
+    edited, call = edited_harness(champion_id, champion_source, brief(record, evidence_for[record.signature]),
+                                  config, rng)
     target = edited_target(document, edited)
     if target is None:
-        raise NoLLMEdit("the llm's answer leaves the library unchanged", answer)
+        raise NoLLMEdit("the llm's answer leaves the library unchanged", call)
     key = hashlib.sha256(json.dumps(edited, sort_keys=True).encode()).hexdigest()[:16]
-    proposal = RuleProposal(dict(edited), tuple(record.case_ids), answer.summary, f"llm_{record.pool}", key, target,
-                            record.count, call=answer)
-    return Design(record, proposal)
+    proposal = RuleProposal(dict(edited), tuple(record.case_ids), call.summary, f"llm_{record.pool}", key, target,
+                            record.count, call=call)
+    return Design(record, proposal), call

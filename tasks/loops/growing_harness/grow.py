@@ -15,6 +15,7 @@ restored by a rollback reuses its earlier runs instead of re-running them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from typing import Sequence
@@ -27,7 +28,7 @@ from suites.base import Case
 from tasks.gate.validation import Checkpoint
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of
 from tasks.harness_loops.episodes import episodes, harness_document, record_steps
-from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.llm_edit import NoLLMEdit, costed_summary, is_unusable, unusable_row
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.growing_harness.grow_llm import llm_patch
 from tasks.loops.growing_harness.grow_logic import (
@@ -173,19 +174,19 @@ def discarded_trials(ref: RunRef, memories: Sequence[str]) -> list[Trial]:
 
 
 def llm_patch_of(ref: RunRef, step: int, current, failures: Sequence[Trace], known: set[str]) -> list[RuleProposal]:
-    """`proposer: llm`: the chat endpoint's patch (tasks/loops/growing_harness/grow_llm.py); none (logged) when
-    its answer is not a new valid harness."""
+    """`proposer: llm`: the chat endpoint's patch (tasks/loops/growing_harness/grow_llm.py); raises NoLLMEdit
+    (logged) when its answer is not a new valid harness."""
     config = run_config(ref)
     rng = random.Random(seed_for(config.seed, "repair", step))
     try:
-        written = llm_patch(current.artifact_id, store_for(ref.store_uri).get_blob(current.artifact_id).decode(),
-                            harness_document(ref, current.artifact_id), failures, config.evolve, rng)
+        written, call = llm_patch(current.artifact_id, store_for(ref.store_uri).get_blob(current.artifact_id).decode(),
+                                  harness_document(ref, current.artifact_id), failures, config.evolve, rng)
         if content_id(harness_source(written.document)) in known:
-            raise NoLLMEdit("the llm's harness is an existing candidate")
+            raise NoLLMEdit("the llm's harness is an existing candidate", call)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no patch: {reason}")
-        return []
-    return [written]
+        raise
+    return [dataclasses.replace(written, rationale=costed_summary(ref, call), call=call)]
 
 
 def propose_patch(ref: RunRef, step: int, state: GrowState) -> list[RuleProposal]:
@@ -213,12 +214,17 @@ def propose_patch(ref: RunRef, step: int, state: GrowState) -> list[RuleProposal
 @task(name="repair", **STAGE_OPTIONS)
 def repair(ref: RunRef, step: int) -> str | None:
     """Sample: jointly patch the window's failures (the proposer reads their traces);
-    returns the patched harness's id, or None when the evidence supports no new patch."""
+    returns the patched harness's id, or None when the evidence supports no new patch or
+    the llm's answer gave none (recorded as an `llm_answer` candidate; the step goes on)."""
     store, suite, key = store_for(ref.store_uri), run_suite(ref), step_key(step)
     if not store.has_part("candidates", ref.run_id, STAGE, key):
         state = read_state(ref, step, "filled")
-        edits = propose_patch(ref, step, state)
         rows, record = [], []
+        try:
+            edits = propose_patch(ref, step, state)
+        except NoLLMEdit as reason:
+            edits = []
+            rows = [unusable_row(ref, step, state.current.artifact_id, reason)] if reason.asked else []
         if edits:
             blob = store.put_blob(harness_source(edits[-1].document).encode())
             edits_blob = store.put_blob(json.dumps([json.loads(proposal_json(e)) for e in edits]).encode())
@@ -237,7 +243,7 @@ def repair(ref: RunRef, step: int) -> str | None:
                                  summary=" | ".join(e.rationale for e in edits), **call_cost(edits[-1].call))]
             store.write_part("distillates", ref.run_id, "repair", key, record)
         store.write_part("candidates", ref.run_id, STAGE, key, rows)
-    published = store.read_part("candidates", ref.run_id, STAGE, key)
+    published = [c for c in store.read_part("candidates", ref.run_id, STAGE, key) if not is_unusable(c)]
     return published[0].candidate_id if published else None
 
 

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from schemas.configs import EvolveConfig
 from tasks.harness_loops.llm_edit import NoLLMEdit, edited_harness
 from tasks.harness_loops.llm_edit import brief as llm_brief
+from tasks.proposers import Proposal
 from tasks.proposers.rule_evidence import Trace
 from tasks.proposers.rules import RuleProposal
 
@@ -36,15 +37,15 @@ def brief(failures: Sequence[Trace]) -> str:
 
 
 def llm_patch(working_id: str, working_source: str, working: Mapping[str, Any], failures: Sequence[Trace],
-              config: EvolveConfig, rng: random.Random) -> RuleProposal:
-    """The endpoint's patch of the working harness for the window's failures; raises
-    NoLLMEdit with the reason when its answer is not a usable patch."""
+              config: EvolveConfig, rng: random.Random) -> tuple[RuleProposal, Proposal]:
+    """(the patch, the call) the endpoint wrote for the window's failures; raises NoLLMEdit
+    with the reason (and the call) when its answer is not a usable patch."""
     if not failures:
         raise NoLLMEdit("the window holds no failing task: nothing to patch")
-    document, answer = edited_harness(working_id, working_source, brief(failures), config, rng)
+    document, call = edited_harness(working_id, working_source, brief(failures), config, rng)
     text = json.dumps(document, sort_keys=True)
     if text == json.dumps(dict(working), sort_keys=True):
-        raise NoLLMEdit("the llm's answer leaves the harness unchanged", answer)
-    return RuleProposal(document=document, triggers=tuple(t.case_id for t in failures), rationale=answer.summary,
+        raise NoLLMEdit("the llm's answer leaves the harness unchanged", call)
+    return RuleProposal(document=document, triggers=tuple(t.case_id for t in failures), rationale=call.summary,
                         operator=OPERATOR, key=hashlib.sha256(text.encode()).hexdigest()[:16], target="harness",
-                        support=len(failures), call=answer)
+                        support=len(failures), call=call), call

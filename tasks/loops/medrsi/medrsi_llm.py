@@ -6,11 +6,11 @@ parses and adds exactly one rule or one skill to the stable one (``added_tool``)
 
 Offline (no RATCHET_LLM_* endpoint) the loop's default, the rule proposer, builds the
 tools; this module is never called then. An answer that is not one tool yields no
-tool for the round, with the reason returned for the progress log."""
+tool for the round: the build stage records it as an ``llm_unusable`` candidate with the
+reason and the raw answer (``tasks.harness_loops.llm_edit.unusable_row``), and the loop goes on."""
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any, Sequence
 
@@ -19,7 +19,7 @@ from tasks.harness_loops.documents import added_tool
 from tasks.harness_loops.llm_edit import NoLLMEdit, edited_harness
 from tasks.harness_loops.llm_edit import brief as llm_brief
 from tasks.loops.medrsi.medrsi_logic import Cluster
-from tasks.proposers.base import Proposal
+from tasks.proposers import Proposal
 from tasks.proposers.rule_evidence import Trace
 
 PROMPT = "medrsi_tool.txt"
@@ -34,12 +34,12 @@ def brief(cluster: Cluster, traces: Sequence[Trace]) -> str:
 
 
 def llm_tool(stable_id: str, stable_source: str, stable: dict[str, Any], cluster: Cluster, traces: Sequence[Trace],
-             config: EvolveConfig, rng: random.Random) -> tuple[str, dict[str, Any], str, Proposal]:
-    """(edit, item, rationale, the answer: its call's cost) of the tool the endpoint built
-    for the cluster; raises NoLLMEdit with the reason when its answer is not one tool."""
-    document, answer = edited_harness(stable_id, stable_source, brief(cluster, traces), config, rng)
+             config: EvolveConfig, rng: random.Random) -> tuple[str, dict[str, Any], Proposal]:
+    """(edit, item, the call) of the tool the endpoint built for the cluster; raises
+    NoLLMEdit with the reason (and the call) when its answer is not one tool."""
+    document, call = edited_harness(stable_id, stable_source, brief(cluster, traces), config, rng)
     found = added_tool(stable, document)
     if found is None:
-        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the stable harness", answer)
+        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the stable harness", call)
     edit, item = found
-    return edit, item, answer.summary + " | " + json.dumps(item, sort_keys=True)[:200], answer
+    return edit, item, call

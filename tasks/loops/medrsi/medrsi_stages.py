@@ -27,7 +27,7 @@ from suites.base import Case
 from tasks.gate.stage import current_champion, registry_name
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import episodes, executions_of, harness_document, record_steps
-from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.llm_edit import NoLLMEdit, costed_summary, is_unusable, unusable_row
 from tasks.harness_loops.metrics import case_metrics
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.medrsi.medrsi_llm import llm_tool
@@ -246,19 +246,22 @@ def rule_tool(traces: Sequence[Trace], clusters: Sequence[Cluster], document: di
 
 def chat_tool(ref: RunRef, stable: str, traces: Sequence[Trace], clusters: Sequence[Cluster], document: dict,
               rng: random.Random) -> dict | None:
-    """The chat endpoint's tool spec for the top-priority cluster (``proposer: llm``)."""
+    """The chat endpoint's tool spec for the top-priority cluster (``proposer: llm``); None
+    with no cluster; raises NoLLMEdit (logged) when its answer is not one new tool."""
     if not clusters:
         return None
     source = store_for(ref.store_uri).get_blob(stable).decode()
     try:
-        edit, item, rationale, answer = llm_tool(stable, source, document, clusters[0], traces, run_config(ref).evolve,
-                                                 rng)
+        edit, item, call = llm_tool(stable, source, document, clusters[0], traces, run_config(ref).evolve, rng)
+        if tool_id(edit, item) in {tool_spec(r)["tool_id"] for r in tool_rows(ref)}:
+            raise NoLLMEdit("the llm's tool is an existing tool", call)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no tool: {reason}")
-        return None
+        raise
+    rationale = costed_summary(ref, call, " | " + json.dumps(item, sort_keys=True)[:200])
     return {"tool_id": tool_id(edit, item), "edit": edit, "item": item, "operator": "llm_tool", "proposer": "llm",
             "key": tool_id(edit, item), "cluster_id": clusters[0].cluster_id, "priority": clusters[0].priority,
-            "triggers": list(clusters[0].case_ids), "rationale": rationale, "call": call_cost(answer)}
+            "triggers": list(clusters[0].case_ids), "rationale": rationale, "call": call_cost(call)}
 
 
 @task(name="build", **STAGE_OPTIONS)
@@ -268,7 +271,8 @@ def build(ref: RunRef, round_index: int, stable: str) -> str | None:
     store, config = store_for(ref.store_uri), run_config(ref)
     key = round_key(round_index)
     if store.has_part("candidates", ref.run_id, "build", key):
-        return store.read_part("candidates", ref.run_id, "build", key)[0].candidate_id
+        written = store.read_part("candidates", ref.run_id, "build", key)[0]
+        return None if is_unusable(written) else written.candidate_id
     if len(pool(ref)) >= config.medrsi.pool_capacity:
         return None
     traces, document = discovery_traces(ref, stable), harness_document(ref, stable)
@@ -276,7 +280,11 @@ def build(ref: RunRef, round_index: int, stable: str) -> str | None:
     clusters = rank_clusters(failures_of(traces, costs))
     rng = random.Random(seed_for(config.seed, "build", round_index))
     if config.proposer == "llm":
-        spec = chat_tool(ref, stable, traces, clusters, document, rng)
+        try:
+            spec = chat_tool(ref, stable, traces, clusters, document, rng)
+        except NoLLMEdit as reason:  # the answer is recorded, never executed; the round goes on
+            store.write_part("candidates", ref.run_id, "build", key, [unusable_row(ref, round_index, stable, reason)])
+            return None
     else:
         spec = rule_tool(traces, clusters, document, built_keys(ref), rng)
     if spec is None or spec["tool_id"] in {tool_spec(r)["tool_id"] for r in tool_rows(ref)}:

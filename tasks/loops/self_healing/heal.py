@@ -10,6 +10,7 @@ its train-case runs live under ``replay-<cid>`` (the cases the gate replayed it 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from typing import Sequence
@@ -22,10 +23,10 @@ from suites.base import Case
 from tasks.gate.stage import current_champion, registry_name
 from tasks.harness_loops.documents import harness_source, proposal_json, proposal_of, rule_text
 from tasks.harness_loops.episodes import episodes, executions_of, harness_document, record_steps
-from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.llm_edit import NoLLMEdit, costed_summary, is_unusable, unusable_row
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.self_healing.heal_llm import llm_rule
-from tasks.proposers.llm import ANSWER_KIND, UNUSABLE, call_cost, cost_note
+from tasks.proposers.llm import call_cost
 from tasks.proposers.rule_evidence import Evidence, Trace, Trial, trace_of
 from tasks.proposers.rules import NoRuleEvidence, RuleProposal, RuleProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -169,28 +170,13 @@ def llm_proposal(ref: RunRef, champion: str, traces: Sequence[Trace], document: 
     raises NoLLMEdit (logged) saying why its answer is not one new rule."""
     source = store_for(ref.store_uri).get_blob(champion).decode()
     try:
-        written = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
+        written, call = llm_rule(champion, source, document, traces, run_config(ref).evolve, rng)
         if content_id(harness_source(written.document)) in known:
-            raise NoLLMEdit("the llm's harness is an existing candidate", written.call)
+            raise NoLLMEdit("the llm's harness is an existing candidate", call)
     except NoLLMEdit as reason:
         reporter().advance(0, f"no rule: {reason}")
         raise
-    return written
-
-
-def unusable_row(ref: RunRef, round_index: int, champion: str, reason: NoLLMEdit) -> CandidateRow:
-    """The record of a round whose llm answer gave no rule: kind ``llm_answer``, never
-    replayed; the blob holds the reason and the raw answer (tasks/stages/sample.py)."""
-    store, call = store_for(ref.store_uri), reason.proposal
-    record = {"parent_id": champion, "round": round_index, "reason": str(reason),
-              "answer": None if call is None else call.answer}
-    blob = store.put_blob(json.dumps(record, indent=1).encode())
-    cost = cost_note(call, store.blob_uri(store.put_blob(call.answer.encode()))) if call and call.answer is not None else ""
-    return CandidateRow(
-        run_id=ref.run_id, candidate_id=blob, round=round_index, parent_ids=[champion], operator=UNUSABLE,
-        proposer="llm", artifact_kind=ANSWER_KIND, artifact_uri=store.blob_uri(blob), island=-1,
-        summary=f"{UNUSABLE}: {str(reason)[:300]}{cost}", **call_cost(call),
-    )
+    return dataclasses.replace(written, rationale=costed_summary(ref, call), call=call)
 
 
 def heal_rows(ref: RunRef, round_index: int, champion: str, proposal: RuleProposal,
@@ -225,7 +211,7 @@ def heal(ref: RunRef, round_index: int, champion: str) -> str | None:
     key = round_key(round_index)
     if store.has_part("candidates", ref.run_id, "heal", key):
         written = store.read_part("candidates", ref.run_id, "heal", key)[0]
-        return SKIPPED if written.artifact_kind == ANSWER_KIND else written.candidate_id
+        return SKIPPED if is_unusable(written) else written.candidate_id
     known = {c.candidate_id for c in store.read_rows("candidates", ref.run_id)}
     rng = random.Random(seed_for(config.seed, "heal", round_index))
     traces, document = train_traces(ref, champion), harness_document(ref, champion)

@@ -8,7 +8,8 @@ picks 3 of them, as for the rule proposer's proposals.
 
 Offline (no RATCHET_LLM_* endpoint) the loop's default, the rule proposer, writes the
 rules and this module is never called. An answer that is not one rule yields no
-proposal for the round (the loop stops, as when the rule proposer has no edit left)."""
+proposal for the round: the heal stage records it as an ``llm_unusable`` candidate with the
+reason and the raw answer (``tasks.harness_loops.llm_edit.unusable_row``), and the next round asks again."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from schemas.ids import content_id
 from tasks.harness_loops.documents import added_tool
 from tasks.harness_loops.llm_edit import NoLLMEdit, edited_harness
 from tasks.harness_loops.llm_edit import brief as llm_brief
+from tasks.proposers import Proposal
 from tasks.proposers.rule_evidence import Trace
 from tasks.proposers.rules import RuleProposal
 
@@ -36,19 +38,19 @@ def brief(failures: Sequence[Trace]) -> str:
 
 
 def llm_rule(champion_id: str, champion_source: str, champion: dict[str, Any], traces: Sequence[Trace],
-             config: EvolveConfig, rng: random.Random) -> RuleProposal:
-    """The rule the endpoint wrote for the champion's failures; raises NoLLMEdit with the
-    reason when its answer is not one rule (or there is nothing to heal)."""
+             config: EvolveConfig, rng: random.Random) -> tuple[RuleProposal, Proposal]:
+    """(the rule, the call) the endpoint wrote for the champion's failures; raises NoLLMEdit
+    with the reason (and the call) when its answer is not one rule (or there is nothing to heal)."""
     failures = [t for t in traces if not t.success]
     if not failures:
         raise NoLLMEdit("the champion fails no train case: nothing to heal")
-    document, answer = edited_harness(champion_id, champion_source, brief(failures), config, rng)
+    document, call = edited_harness(champion_id, champion_source, brief(failures), config, rng)
     found = added_tool(champion, document)
     if found is None:
-        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness", answer)
+        raise NoLLMEdit("the llm's answer does not add exactly one rule or skill to the champion harness", call)
     _, item = found
     return RuleProposal(
-        document=document, triggers=tuple(t.case_id for t in failures), rationale=answer.summary,
+        document=document, triggers=tuple(t.case_id for t in failures), rationale=call.summary,
         operator=OPERATOR, key=content_id(json.dumps(item, sort_keys=True)), target=item.get("id") or item["name"],
-        support=len(failures), call=answer,
-    )
+        support=len(failures), call=call,
+    ), call

@@ -73,9 +73,10 @@ def build(answer: str, endpoint: list[str]):
 
 def test_an_answer_adding_one_skill_is_a_tool(endpoint):
     program = harness_source({**STABLE, "skills": [SKILL]})
-    edit, item, rationale, answer = build(f"Add a skill.\n```python\n{program}```\n", endpoint)
-    assert (edit, item) == ("put_skill", SKILL) and "list_orders" in rationale
-    assert (answer.tokens_in, answer.tokens_out) == (120, 30) and answer.latency_s > 0  # the candidate's columns
+    edit, item, call = build(f"Add a skill.\n```python\n{program}```\n", endpoint)
+    assert (edit, item) == ("put_skill", SKILL) and call.answer == f"Add a skill.\n```python\n{program}```\n"
+    assert call.summary.startswith("llm_rewrite by tiny-coder: Add a skill.")
+    assert (call.tokens_in, call.tokens_out) == (120, 30) and call.latency_s > 0  # the candidate's columns
 
 
 @pytest.mark.parametrize("document, reason", [
@@ -84,6 +85,7 @@ def test_an_answer_adding_one_skill_is_a_tool(endpoint):
 ])
 def test_an_answer_that_is_not_one_valid_tool_builds_none(endpoint, document, reason):
     program = harness_source(document)
-    with pytest.raises(NoLLMEdit, match=reason) as failed:
+    with pytest.raises(NoLLMEdit, match=reason) as raised:
         build(f"```python\n{program}```\n", endpoint)
-    assert failed.value.proposal.tokens_in == 120  # the failed call, with its cost, for the round's record
+    assert raised.value.proposal.answer == f"```python\n{program}```\n"
+    assert raised.value.proposal.tokens_in == 120  # the failed call, with its cost, for the round's record

@@ -60,7 +60,8 @@ def write(document, endpoint):
 
 
 def test_an_answer_adding_one_rule_is_a_proposal_triggered_by_the_failures_shown(endpoint):
-    proposal = write({**CHAMPION, "rules": [RETRY, OTHER]}, endpoint)
+    proposal, call = write({**CHAMPION, "rules": [RETRY, OTHER]}, endpoint)
+    assert call.answer.startswith("A rule.\n```python\n") and proposal.rationale == call.summary
     assert proposal.operator == OPERATOR and proposal.target == "retry-503"
     assert proposal.document["rules"] == [RETRY, OTHER]
     assert proposal.triggers == ("cancel_latest_order/000", "reserve_stock/005") and proposal.support == 2
@@ -76,8 +77,9 @@ def test_an_answer_adding_one_rule_is_a_proposal_triggered_by_the_failures_shown
     ({**CHAMPION, "rules": [dict(RETRY, action={"retry": {"max": 9}})]}, "not a valid harness"),
 ])
 def test_an_answer_that_is_not_one_valid_rule_is_no_proposal(endpoint, document, reason):
-    with pytest.raises(NoLLMEdit, match=reason):
+    with pytest.raises(NoLLMEdit, match=reason) as raised:
         write(document, endpoint)
+    assert raised.value.asked and raised.value.proposal.answer.startswith("A rule.")  # the raw answer, for the record
 
 
 def test_without_an_endpoint_the_llm_proposer_says_so(monkeypatch):
