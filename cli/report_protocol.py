@@ -134,7 +134,8 @@ def draw_costs(ax: Axes, series: ProtocolSeries) -> None:
         if mid is None:
             continue
         ax.errorbar(x, mid, yerr=[[mid - low], [high - mid]], fmt="s", color="#1f77b4", capsize=6)
-        ax.annotate(f"{mid:.3g}\n{evidence['missing'][arm]} runs without usage", (x, low),
+        missing = evidence["missing"][arm]
+        ax.annotate(f"{mid:.3g}\n{missing} run{'' if missing == 1 else 's'} without usage", (x, low),
                     textcoords="offset points", xytext=(0, -22), ha="center", fontsize=7)
     ax.set_xticks(range(len(arms)), arms)
     ax.set_xlim(-0.6, len(arms) - 0.4)
