@@ -55,9 +55,9 @@ def components(loop: str, suite: str, config: dict[str, Any]) -> list[dict[str, 
 
     spec = loop_spec(loop)
     proposer = config.get("proposer", "mutate")
-    improver = {"search": f"proposer {proposer}", "harness": f"proposer {proposer} (rules from traces)"
-                if proposer == "mutate" else f"proposer {proposer}", "training": "the optimizer (fixed update rule)",
-                "protocol": "none (fixed arms)"}[spec.family]
+    traces = " (rules from traces)" if spec.family == "harness" and proposer == "mutate" else ""
+    improver = {"search": f"proposer {proposer}", "harness": f"proposer {proposer}{traces}",
+                "training": "the optimizer (fixed update rule)", "protocol": "none (fixed arms)"}[spec.family]
     policy_mutable = spec.family != "protocol"
     outer = "Optuna TPE (outer loop)" if loop == "aide2" else None
     return [

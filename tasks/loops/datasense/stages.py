@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import asdict
 
 from prefect import task
@@ -101,8 +102,6 @@ def _submission(content: dict) -> Submission:
 
 def student_sets(ref: RunRef, index: int, pool: list[Row], submissions: dict[str, Submission]) -> dict[str, list[int]]:
     """Every student to train: ``<selector>:g<k>`` and ``random:r<k>`` -> its row ids."""
-    import random
-
     section = protocol_of(ref).datasense
     sets = {f"{name}:g{g}": list(group) for name, sub in sorted(submissions.items())
             for g, group in enumerate(sub.groups)}

@@ -118,8 +118,8 @@ def _row(ref: RunRef, gate: str, round_index: int, candidate_id: str, found: dic
     return GateDecisionRow(
         run_id=ref.run_id, decision_id=derived_id(ref.run_id, gate), round=round_index, candidate_id=candidate_id,
         gate=gate, baseline_id=None, decision="accept" if shown else "reject", reason=reason, improved_cases=[],
-        regressed_cases=[], select_score=None, baseline_score=None, delta=found["delta"], ci_low=_finite(low),
-        ci_high=_finite(high), n_cases=len(found.get("case_diffs") or []) or found.get("pools", 0),
+        regressed_cases=[], select_score=None, baseline_score=None, delta=found["delta"], ci_low=json_safe(low),
+        ci_high=json_safe(high), n_cases=len(found.get("case_diffs") or []) or found.get("pools", 0),
         scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(json_safe(evidence)),
     )
 

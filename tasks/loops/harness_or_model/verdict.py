@@ -121,12 +121,11 @@ def _difference_reason(found: Difference, a: Arm, b: Arm) -> str:
 def _row(ref: RunRef, ids: dict[str, str], arms: tuple[Arm, Arm], gate: str, delta: float,
          ci: tuple[float, float], n: int, shown: bool, reason: str, evidence: dict) -> GateDecisionRow:
     a, b = arms
-    finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return GateDecisionRow(
         run_id=ref.run_id, decision_id=derived_id(ref.run_id, ids[b.name], gate), round=0, candidate_id=ids[b.name],
         gate=gate, baseline_id=ids[a.name], decision="accept" if shown else "reject", reason=reason,
-        improved_cases=[], regressed_cases=[], select_score=None, baseline_score=None, delta=finite(delta),
-        ci_low=finite(ci[0]), ci_high=finite(ci[1]), n_cases=n, scorer_version=anchored_scorer_version(ref),
+        improved_cases=[], regressed_cases=[], select_score=None, baseline_score=None, delta=json_safe(delta),
+        ci_low=json_safe(ci[0]), ci_high=json_safe(ci[1]), n_cases=n, scorer_version=anchored_scorer_version(ref),
         evidence_json=dump_evidence(json_safe({**evidence, "baseline": a.name, "candidate": b.name})),
     )
 
