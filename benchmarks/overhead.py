@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cli.env import prepare_environment  # noqa: E402
+from cli.env import engine_settings, prepare_environment  # noqa: E402
 
 TARGETS = {1.0: 3.0, 10.0: 1.5, 100.0: 1.05}
 
@@ -37,7 +37,8 @@ def platform_run(store_uri: str, ms: float, cases: int, budget: int, run_id: str
     config = RunConfig(loop="evolve", suite="spin", budget=budget, seed=0, workers=1,
                        suite_params={"ms": ms, "cases": cases}, evolve=EvolveConfig(children_per_round=8))
     start = time.perf_counter()
-    evolve(config=config, store_uri=store_uri, run_id=run_id)
+    with engine_settings():  # as `ratchet run` does
+        evolve(config=config, store_uri=store_uri, run_id=run_id)
     wall = time.perf_counter() - start
     executions = [e for e in open_store(store_uri).read_rows("executions", run_id)]
     return wall, len(executions)

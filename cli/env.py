@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from storage.uris import DEFAULT_STORE, STORE_FORMS, resolve_store  # noqa: F401 (the CLI's names)
@@ -37,6 +38,20 @@ def prepare_environment(store_uri: str) -> None:
         os.environ.setdefault(key, value)
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ["RATCHET_STORE"] = store_uri
+
+
+@contextmanager
+def engine_settings():
+    """Prefect settings for a flow run from this process. On the ephemeral server (no
+    `PREFECT_API_URL` set) flow-run heartbeats are off: they exist so a server can mark
+    a crashed run, and an ephemeral server dies with the run; Prefect's heartbeat thread
+    also holds every flow run's exit for up to a second (it sleeps in 1 s steps), which
+    is most of a cheap run's fixed cost. A real server keeps them."""
+    from prefect.settings import temporary_settings
+
+    updates = {} if os.environ.get("PREFECT_API_URL") else {"flows.heartbeat_frequency": None}
+    with temporary_settings(updates=updates):
+        yield
 
 
 _HELD: list = []

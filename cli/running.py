@@ -10,6 +10,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cli.env import engine_settings
 from cli.errors import DEBUG, Interrupted, RunFailed, UsageError
 from schemas.configs import RunConfig, SandboxConfig
 from schemas.loops import LOOP_SPECS, check_suite, config_class, loop_spec
@@ -162,7 +163,7 @@ def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str
         task_id = progress.add_task("evaluations", total=PROGRESS[config.loop](config), status="")
         set_reporter(RichReporter(progress, task_id))
         try:
-            with quiet_engine_errors():
+            with quiet_engine_errors(), engine_settings():
                 summary = LOOPS[config.loop](config=config, store_uri=store_uri, run_id=run_id)
         except KeyboardInterrupt:
             raise Interrupted(_interrupted(store_uri, run_id)) from None
