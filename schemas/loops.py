@@ -20,6 +20,7 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 from schemas.protocols import DataSenseConfig, HarnessOrModelConfig
+from schemas.search_loops import DreamRSIConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "spin")
 _TRAINING = "optimizer steps"
@@ -159,10 +160,18 @@ class DataSenseRun(RunConfig):
         return tuple(self.datasense.categories)
 
 
+class DreamRSIRun(RunConfig):
+    SPEC = LoopSpec(name="dream_rsi", modifies="scheduler", family="search", suites=("circle_packing", "bin_packing"),
+                    paper="Dream-RSI: rehearse new search policies on recorded search history, then return to real "
+                          "tasks", budget_counts="real rounds (a dream before each after the first)", default_budget=3)
+    loop: Literal["dream_rsi"] = "dream_rsi"
+    dream_rsi: DreamRSIConfig = DreamRSIConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
-    DataSenseRun,
+    DataSenseRun, DreamRSIRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 
