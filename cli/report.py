@@ -64,6 +64,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
         if family == "nodes":
             metric, built = "composite", series_of.node_series(data.node_rows(con, run_id))
             empty = None if built.nodes else "no AIDE² node has been gated"
+        elif run["loop"] == "dream_rsi":
+            from cli.report_dream import dream_build
+
+            family = "dream"
+            metric, (built, empty) = "replay cost", dream_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -109,6 +114,10 @@ def draw(report: dict[str, Any]):
         from cli.report_protocol import protocol_caption, protocol_figure
 
         return protocol_figure(built), protocol_caption(built)
+    if family == "dream":
+        from cli.report_dream import dream_caption, dream_figure
+
+        return dream_figure(built), dream_caption(built)
     if family == "nodes":
         figure = nodes_figure(built)
     elif family == "harness":

@@ -87,3 +87,15 @@ def test_the_spec_tables_answer_in_sql_and_a_second_call_adds_nothing(ran):
     before = counts(uri)
     again = dream_rsi(config=config(replay_runs=["ev"]), store_uri=uri, run_id="dr")
     assert counts(uri) == before and again == summary
+
+
+def test_the_report_draws_the_discovery_curves_and_the_dreams(ran, tmp_path):
+    from cli.report import report_series, write_report
+
+    uri, summary = ran
+    series = report_series(uri, "dr")
+    assert series["family"] == "dream"
+    assert [r["discovery_calls"] for r in series["series"].rounds] == summary["discovery_calls"]
+    assert set(series["series"].replays) == {1}
+    path = write_report(uri, "dr", tmp_path / "dream.png")
+    assert path.stat().st_size > 20_000
