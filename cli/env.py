@@ -47,11 +47,23 @@ def engine_settings():
     a crashed run, and an ephemeral server dies with the run; Prefect's heartbeat thread
     also holds every flow run's exit for up to a second (it sleeps in 1 s steps), which
     is most of a cheap run's fixed cost. A real server keeps them."""
-    from prefect.settings import temporary_settings
+    from prefect.context import SettingsContext, get_settings_context
 
-    updates = {} if os.environ.get("PREFECT_API_URL") else {"flows.heartbeat_frequency": None}
-    with temporary_settings(updates=updates):
+    if os.environ.get("PREFECT_API_URL"):
         yield
+        return
+    current = get_settings_context()
+    environment = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("PREFECT_")))
+    key = (id(current.settings), environment)
+    if key not in _QUIET:  # building Prefect's settings re-reads and validates every source (~0.1 s)
+        _QUIET[key] = (current.settings, current.settings.copy_with_update(updates={"flows.heartbeat_frequency": None}))
+    with SettingsContext(profile=current.profile, settings=_QUIET[key][1]):
+        yield
+
+
+_QUIET: dict = {}
+"""(id of the settings, PREFECT_* environment) -> (those settings, kept so the id stays
+theirs; the same settings with heartbeats off)."""
 
 
 _HELD: list = []

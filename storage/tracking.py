@@ -31,6 +31,7 @@ import os
 import tempfile
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +81,12 @@ class Tracker(Protocol):
         tags: Mapping[str, str],
         artifact: bytes | None = None,
         artifact_name: str = "candidate.txt",
+        background: bool = False,
     ) -> str | None: ...
 
     def publish_registry(self, run_id: str, store: TableStore) -> int: ...
+
+    def flush(self) -> None: ...
 
     def finish_run(self, run_id: str, status: str) -> None: ...
 
@@ -102,11 +106,15 @@ class NullTracker:
         tags: Mapping[str, str],
         artifact: bytes | None = None,
         artifact_name: str = "candidate.txt",
+        background: bool = False,
     ) -> str | None:
         return None
 
     def publish_registry(self, run_id: str, store: TableStore) -> int:
         return 0
+
+    def flush(self) -> None:
+        return None
 
     def finish_run(self, run_id: str, status: str) -> None:
         return None
@@ -144,6 +152,8 @@ class MlflowTracker:
         # Stages may log from several threads; the look-up-then-create steps must not
         # interleave, or one candidate could get two runs.
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._queued: list[Future] = []
 
     def start_run(self, run_id: str, loop: str, params: Mapping[str, str]) -> str | None:
         """The loop run's MLflow run, created once; a resumed run re-opens it."""
@@ -168,18 +178,41 @@ class MlflowTracker:
         tags: Mapping[str, str],
         artifact: bytes | None = None,
         artifact_name: str = "candidate.txt",
+        background: bool = False,
     ) -> str | None:
         """Log a candidate as a nested run of the loop run; logging it again only adds
-        what changed (e.g. the gate decision tag)."""
+        what changed (e.g. the gate decision tag). `background`: queue it for this
+        tracker's one writer thread and return None at once, for a caller that logs the
+        same candidates again when its run resumes (evolve's register re-logs every round),
+        so a queue lost to a crash is made good; `publish_registry` and `finish_run` wait
+        for the queue and raise its first error."""
+        if background:
+            self._queued.append(self._writer().submit(
+                self.log_candidate, run_id, candidate_id, params, metrics, tags, artifact, artifact_name))
+            return None
         with self._lock:
             parent = self._require_parent(run_id)
             return self._log_child(parent, run_id, candidate_id, params, metrics, tags, artifact, artifact_name).run_id
+
+    def flush(self) -> None:
+        """Wait for the queued candidates; the first error of one is raised (after all ran)."""
+        queued, self._queued = self._queued, []
+        errors = [f.exception() for f in queued]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
+
+    def _writer(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ratchet-mlflow")
+        return self._pool
 
     def publish_registry(self, run_id: str, store: TableStore) -> int:
         """Sync the run's champions into MLflow's model registry: each one's nested run
         (created if the loop never logged it) gets ``select_score``/``holdout_score``
         metrics and the candidate's artifact, and becomes a model version once (see
         storage/model_registry.py). Returns how many model versions were created."""
+        self.flush()
         rows = champion_rows(store, check_name("run_id", run_id))
         if not rows:
             return 0
@@ -201,6 +234,7 @@ class MlflowTracker:
         """Close the loop run's MLflow run with a final status (finished/failed/killed)."""
         if status not in _FINAL_STATUS:
             raise ValueError(f"run {run_id!r}: final status must be one of {sorted(_FINAL_STATUS)}, got {status!r}")
+        self.flush()
         with self._lock:
             parent = self._require_parent(run_id)
             self._client.set_terminated(parent.run_id, status=_FINAL_STATUS[status])

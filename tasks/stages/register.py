@@ -49,7 +49,8 @@ def registry_rows(ref: RunRef, accepted: Sequence[GateDecisionRow], first_versio
 
 
 def track_round(ref: RunRef, round_index: int, decisions: Sequence[GateDecisionRow]) -> None:
-    """One nested tracker run per candidate: operator, parents, scores, decision."""
+    """One nested tracker run per candidate: operator, parents, scores, decision, queued
+    for the tracker's writer thread (the run's end waits for it)."""
     store, suite = store_for(ref.store_uri), run_suite(ref)
     means = split_means(store.read_part("scores", ref.run_id, "score", f"r{round_index:04d}"), suite.primary_metric)
     candidates = {c.candidate_id: c for c in store.read_part("candidates", ref.run_id, "sample", f"r{round_index:04d}")}
@@ -64,6 +65,7 @@ def track_round(ref: RunRef, round_index: int, decisions: Sequence[GateDecisionR
                     "round": str(c.round), "island": str(c.island)},
             metrics=metrics, tags={"gate": GATE, "decision": d.decision},
             artifact=store.get_blob(c.candidate_id), artifact_name="candidate.py",
+            background=True,  # overlaps the next round; a resumed run re-logs every round
         )
 
 

@@ -84,6 +84,24 @@ def test_one_parent_run_and_one_nested_run_per_candidate(tracking_uri: str, run_
     assert Path(artifact).read_bytes() == b"def place(n):\n    return []\n"
 
 
+def test_queued_candidates_are_logged_by_the_run_end_and_their_errors_raised_there(tracking_uri, run_id) -> None:
+    tracker = MlflowTracker(tracking_uri)
+    tracker.start_run(run_id, "loop-q", {})
+    assert [_log(tracker, run_id, f"q{i}", background=True) for i in range(4)] == [None] * 4
+    tracker.finish_run(run_id, "finished")  # waits for the queue first
+    children = [r for r in _runs(tracking_uri, "loop-q") if CANDIDATE_TAG in r.data.tags]
+    assert sorted(r.data.tags[CANDIDATE_TAG] for r in children) == ["q0", "q1", "q2", "q3"]
+    assert {r.info.status for r in children} == {"FINISHED"}
+
+    # an error in the writer thread (a changed immutable param) surfaces at the next flush
+    _log(tracker, run_id, "q0", params={"operator": "crossover"}, background=True)
+    _log(tracker, run_id, "q4", background=True)
+    with pytest.raises(ValueError, match="immutable"):
+        tracker.flush()
+    tracker.flush()  # raised once; the queue is empty again
+    assert "q4" in {r.data.tags.get(CANDIDATE_TAG) for r in _runs(tracking_uri, "loop-q")}
+
+
 def test_resumed_run_reuses_its_mlflow_run(tracking_uri: str, run_id: str) -> None:
     first = MlflowTracker(tracking_uri)
     parent_id = first.start_run(run_id, "loop-b", {"suite": "toolsim"})
@@ -152,7 +170,7 @@ def _public_signatures(cls: type) -> dict[str, inspect.Signature]:
 
 def test_null_tracker_has_the_same_interface_and_does_nothing(tmp_path) -> None:
     protocol = _public_signatures(Tracker)
-    assert protocol.keys() == {"start_run", "log_candidate", "publish_registry", "finish_run"}
+    assert protocol.keys() == {"start_run", "log_candidate", "publish_registry", "finish_run", "flush"}
     assert _public_signatures(MlflowTracker) == protocol
     assert _public_signatures(NullTracker) == protocol
 
