@@ -191,6 +191,25 @@ def rescore(run_id: str = typer.Argument(..., help="The run whose stored outputs
 
 
 @command()
+def replay(
+    runs: list[str] = typer.Argument(..., help="Runs whose recorded search trees to replay (evolve, dream_rsi)."),
+    ucb_c: float = typer.Option(1.0, "--ucb-c", help="The policy's UCB exploration constant (0: always the best node)."),
+    width: int = typer.Option(8, help="Children the policy opens per expansion batch."),
+    patience: int = typer.Option(3, help="Batches without a new best before the policy stops."),
+    store: Optional[str] = StoreOption,
+) -> None:
+    """Rehearse a search-scheduling policy on recorded search trees, evaluating nothing:
+    the policy may reorder recorded nodes, and a child the tree never had is
+    "unavailable" (counted). Prints per tree what the policy found, after how many
+    attempts and batches, and its replay cost (the share of the tree's attempts spent
+    until the tree's best; above 1 when it stopped short). dream_rsi's dreams do this."""
+    store_uri = _store(store, must_exist=True)
+    from cli.replay import print_replay
+
+    print_replay(console, store_uri, runs, ucb_c, width, patience)
+
+
+@command()
 def catalog(
     out: Optional[str] = typer.Option(None, help="Where to write the DuckDB file (default <store>/catalog.duckdb)."),
     store: Optional[str] = StoreOption,

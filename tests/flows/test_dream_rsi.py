@@ -99,3 +99,22 @@ def test_the_report_draws_the_discovery_curves_and_the_dreams(ran, tmp_path):
     assert set(series["series"].replays) == {1}
     path = write_report(uri, "dr", tmp_path / "dream.png")
     assert path.stat().st_size > 20_000
+
+
+def test_ratchet_replay_rehearses_a_policy_on_recorded_trees_and_names_a_wrong_run(ran):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from tasks.search.schedule import Policy, rehearse
+    from tasks.search.trees import run_trees
+
+    uri, _ = ran
+    store = open_store(uri)
+    trees = run_trees(store, "ev", "sum_radii") + run_trees(store, "dr", "sum_radii")
+    expected = rehearse(Policy(0.5, 2, 3), trees)
+    result = CliRunner().invoke(app, ["replay", "ev", "dr", "--store", uri, "--ucb-c", "0.5", "--width", "2",
+                                      "--patience", "3"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert f"mean replay cost {expected.score:.4f} over 3 trees" in result.output
+    wrong = CliRunner().invoke(app, ["replay", "nope", "--store", uri])
+    assert wrong.exit_code != 0 and "no run 'nope' in the store" in wrong.output

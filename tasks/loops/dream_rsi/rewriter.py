@@ -6,46 +6,13 @@ the gate's pick never replays worse than it on the fixed history."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from statistics import fmean
 from typing import Sequence
 
-from tasks.loops.dream_rsi.scheduler import Policy, SearchTrace, Tree, replay, replay_cost
+from tasks.search.schedule import Policy, Rehearsal, Tree, rehearse
 
 UCB_RANGE = (0.0, 2.0)
 WIDTH_RANGE = (1, 8)
 PATIENCE_RANGE = (1, 12)
-
-
-@dataclass(frozen=True)
-class ReplayEval:
-    """One policy on one recorded tree (the spec's replay_evals row)."""
-
-    tree_id: str
-    best_found: float
-    attempts: int
-    latency: int
-    unrecorded_requests: int
-    cost: float
-
-
-@dataclass(frozen=True)
-class Rehearsal:
-    policy: Policy
-    evals: tuple[ReplayEval, ...]
-
-    @property
-    def score(self) -> float:
-        """Mean replay cost over the pool (lower is better)."""
-        return fmean(e.cost for e in self.evals)
-
-
-def rehearse(policy: Policy, trees: Sequence[Tree]) -> Rehearsal:
-    def row(tree: Tree, trace: SearchTrace) -> ReplayEval:
-        return ReplayEval(tree.tree_id, trace.best_found, trace.attempts, trace.batches, trace.unavailable,
-                          replay_cost(trace, tree))
-
-    return Rehearsal(policy, tuple(row(tree, replay(policy, tree)) for tree in trees))
 
 
 def rewrite(old: Policy, trees: Sequence[Tree], trials: int, seed: int) -> list[Rehearsal]:

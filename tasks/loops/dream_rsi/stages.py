@@ -14,9 +14,7 @@ from prefect import task
 from schemas.configs import EvolveConfig
 from schemas.ids import content_id, derived_id, seed_for
 from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow, RegistryRow
-from tasks.loops.dream_rsi.rewriter import Rehearsal, pick, rewrite
-from tasks.loops.dream_rsi.scheduler import Node, Policy, SearchTrace, search
-from tasks.loops.dream_rsi.trees import NODE_KIND, REPLAY_KIND, ROUND_KIND, archive_tree, node_trees
+from tasks.loops.dream_rsi.rewriter import pick, rewrite
 from tasks.proposers.base import ParentInfo
 from tasks.proposers.mutate import MutationProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -24,6 +22,8 @@ from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.search.archive import split_means
+from tasks.search.schedule import Node, Policy, Rehearsal, SearchTrace, search
+from tasks.search.trees import NODE_KIND, REPLAY_KIND, ROUND_KIND, node_trees, run_trees
 from tasks.stages.execute import run_candidates
 from tasks.stages.register import holdout_score
 from tasks.stages.score import score_candidates
@@ -166,15 +166,10 @@ def round_record(ref: RunRef, round_index: int) -> dict:
 
 def replay_pool(ref: RunRef, round_index: int) -> list:
     """This run's trees of earlier rounds, then those of `replay_runs`."""
-    store, suite = store_for(ref.store_uri), run_suite(ref)
+    store, metric = store_for(ref.store_uri), run_suite(ref).primary_metric
     trees = node_trees(store.read_rows("distillates", ref.run_id), before_round=round_index)
     for other in section(ref).replay_runs:
-        recorded = node_trees(store.read_rows("distillates", other))
-        if not recorded:
-            tree = archive_tree(other, store.read_rows("candidates", other), store.read_rows("scores", other),
-                                suite.primary_metric)
-            recorded = [tree] if tree else []
-        trees.extend(recorded)
+        trees.extend(run_trees(store, other, metric))
     return trees
 
 

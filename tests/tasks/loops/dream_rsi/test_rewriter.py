@@ -1,8 +1,8 @@
 """The dream: TPE proposes policies scored only in replay, the old policy is always a
 candidate, so the pick never replays worse than it."""
 
-from tasks.loops.dream_rsi.rewriter import pick, rehearse, rewrite
-from tasks.loops.dream_rsi.scheduler import Node, Policy, Tree
+from tasks.loops.dream_rsi.rewriter import pick, rewrite
+from tasks.search.schedule import Node, Policy, Tree, rehearse
 
 # a deep chain: only patience and width 1 down the chain reach the best cheaply
 # (r's first recorded child c1 leads down a chain to the best, c3; six weak siblings follow it)

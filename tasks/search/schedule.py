@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from statistics import fmean
 from typing import Callable, Mapping, Sequence
 
 
@@ -172,3 +173,34 @@ def replay_cost(trace: SearchTrace, tree: Tree) -> float:
         return max(hit, 1) / size if tree.best > tree.root.score else 0.0
     gap = tree.best - tree.root.score
     return 1.0 + (tree.best - trace.best_found) / gap
+
+
+@dataclass(frozen=True)
+class ReplayEval:
+    """One policy on one recorded tree (the spec's replay_evals row)."""
+
+    tree_id: str
+    best_found: float
+    attempts: int
+    latency: int
+    unrecorded_requests: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    policy: Policy
+    evals: tuple[ReplayEval, ...]
+
+    @property
+    def score(self) -> float:
+        """Mean replay cost over the pool (lower is better)."""
+        return fmean(e.cost for e in self.evals)
+
+
+def rehearse(policy: Policy, trees: Sequence[Tree]) -> Rehearsal:
+    def row(tree: Tree, trace: SearchTrace) -> ReplayEval:
+        return ReplayEval(tree.tree_id, trace.best_found, trace.attempts, trace.batches, trace.unavailable,
+                          replay_cost(trace, tree))
+
+    return Rehearsal(policy, tuple(row(tree, replay(policy, tree)) for tree in trees))

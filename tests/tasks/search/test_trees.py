@@ -1,7 +1,7 @@
 """Recorded trees read back from rows: an evolve run's archive as one tree."""
 
 from schemas.rows import CandidateRow, ScoreRow
-from tasks.loops.dream_rsi.trees import archive_tree
+from tasks.search.trees import archive_tree
 
 
 def cand(cid, rnd, parents):

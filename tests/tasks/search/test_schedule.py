@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from tasks.loops.dream_rsi.scheduler import Node, Policy, Tree, choose, replay, replay_cost, search
+from tasks.search.schedule import Node, Policy, Tree, choose, replay, replay_cost, search
 
 # root a (1.0) has children b (2.0), c (0.5), d (3.0) in that recorded order; b has e (5.0)
 TREE = Tree.of("t", [Node("a", None, 1.0), Node("b", "a", 2.0), Node("c", "a", 0.5), Node("d", "a", 3.0),

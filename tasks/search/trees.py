@@ -13,8 +13,8 @@ from collections import defaultdict
 from typing import Iterable, Sequence
 
 from schemas.rows import CandidateRow, DistillateRow, ScoreRow
-from tasks.loops.dream_rsi.scheduler import Node, Tree
 from tasks.search.archive import split_means
+from tasks.search.schedule import Node, Tree
 
 NODE_KIND = "dream_node"
 ROUND_KIND = "dream_real_round"
@@ -51,3 +51,13 @@ def archive_tree(tree_id: str, candidates: Sequence[CandidateRow], scores: Itera
         nodes.append(Node(row.candidate_id, parent, score))
         kept.add(row.candidate_id)
     return Tree.of(tree_id, nodes) if nodes else None
+
+
+def run_trees(store, run_id: str, metric: str, before_round: int | None = None) -> list[Tree]:
+    """The trees a run of the store recorded: a dream_rsi run's real rounds (those before
+    `before_round`), any other run's archive as one tree (none when it has no scored root)."""
+    recorded = node_trees(store.read_rows("distillates", run_id), before_round)
+    if recorded:
+        return recorded
+    tree = archive_tree(run_id, store.read_rows("candidates", run_id), store.read_rows("scores", run_id), metric)
+    return [tree] if tree else []
