@@ -122,3 +122,32 @@ def verdict(pairs: Sequence[Pair], flips: float, rerun_changed: float, margin: f
     else:
         label = "inconclusive"
     return Verdict(delta, ci, changed, rescore_delta, rescore_ci, flips, label)
+
+
+Runs = Mapping[str, Trajectory]
+"""task -> the stored trajectory of one (agent, condition)."""
+
+
+def verdicts(runs: Mapping[tuple[str, str], Runs], grader: str, expected: Mapping[str, Mapping[str, Any]],
+             required: Mapping[str, Sequence[str]], margin: float = MARGIN, resamples: int = 2000,
+             seed: int = 0) -> dict[tuple[str, str], Verdict]:
+    """A verdict per (agent, condition other than the original) under ``grader``: its
+    native version 1 on the runs, its latest version on the same stored trajectories (the
+    rescore), the noise floor from each agent's ``original`` vs ``rerun`` runs."""
+    fixed = GRADERS[grader][-1]
+
+    def score(version: str, t: Trajectory) -> float:
+        return grade(grader, version, t, expected[t.task], required[t.task])
+
+    out = {}
+    for agent in sorted({a for a, _ in runs}):
+        original, rerun = runs[(agent, "original")], runs[(agent, "rerun")]
+        flips = flip_rate({t: score("1", r) for t, r in original.items()},
+                          {t: score("1", r) for t, r in rerun.items()})
+        rerun_changed = sum(behaviour_changed(original[t], rerun[t]) for t in original) / len(original)
+        for condition in sorted(c for a, c in runs if a == agent and c != "original"):
+            modified = runs[(agent, condition)]
+            pairs = [Pair(t, score("1", original[t]), score("1", modified[t]), behaviour_changed(original[t], modified[t]),
+                          score(fixed, original[t]), score(fixed, modified[t])) for t in sorted(original)]
+            out[(agent, condition)] = verdict(pairs, flips, rerun_changed, margin, resamples, seed)
+    return out

@@ -2,7 +2,8 @@
 
 import pytest
 
-from tasks.loops.trace.evidence import (Pair, Step, Trajectory, behaviour_changed, flip_rate, grade, verdict)
+from tasks.loops.trace.evidence import (Pair, Step, Trajectory, behaviour_changed, flip_rate, grade, verdict,
+                                         verdicts)
 from tasks.loops.trace.perturb import resolve, view
 
 PLAN = ("get_order", "cancel_order")
@@ -87,3 +88,27 @@ def test_flip_rate_counts_tasks_whose_outcome_differs():
 def test_unknown_grader_version_is_named():
     with pytest.raises(ValueError, match="no grader final_state v2; known: final_state v1, trace_match v1"):
         grade("final_state", "2", run("semantic", "original"), EXPECTED, PLAN)
+
+
+def test_the_grid_of_verdicts_with_a_noisy_rerun():
+    """Four tasks; in the rerun one task's cancel failed (an event-keyed fault): the
+    semantic agent's noise floor is 1/4 flipped, 1/4 changed behaviour."""
+    tasks = [f"t{i}" for i in range(4)]
+    runs = {(agent, c): {t: run(agent, c, t) for t in tasks}
+            for agent in ("semantic", "literal") for c in ("original", "rename", "reorder", "swap_descriptions", "rerun")}
+    faulted = runs[("semantic", "rerun")]["t0"]
+    runs[("semantic", "rerun")]["t0"] = Trajectory("t0", "rerun", faulted.steps[:1]
+                                                   + (Step("cancel_order", (("order_id", "o1"),), "transient"),), {})
+    expected, required = {t: EXPECTED for t in tasks}, {t: PLAN for t in tasks}
+    trace = verdicts(runs, "trace_match", expected, required)
+    state = verdicts(runs, "final_state", expected, required)
+    assert trace[("semantic", "rename")].verdict == "grader artifact"
+    assert trace[("semantic", "rename")].flip_rate == 0.0
+    assert state[("semantic", "rerun")].flip_rate == 0.25 and state[("semantic", "rerun")].delta == -0.25
+    assert state[("semantic", "rerun")].verdict == "inconclusive"
+    assert state[("semantic", "swap_descriptions")].verdict == "behaviour effect"
+    assert state[("semantic", "rename")].verdict == "no effect"
+    assert state[("literal", "rename")].verdict == "behaviour effect"
+    assert state[("literal", "swap_descriptions")].verdict == "no effect"
+    assert sorted(state) == [(a, c) for a in ("literal", "semantic") for c in ("rename", "reorder", "rerun",
+                                                                                "swap_descriptions")]
