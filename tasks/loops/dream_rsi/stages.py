@@ -145,6 +145,7 @@ def real_round(ref: RunRef, round_index: int, policy_id: str, root_id: str, rewr
     root_score = evaluate(ref, "root", [root_id], count=False)[root_id]
     policy = Policy.from_code(store.get_blob(policy_id).decode())
     trace = search(policy, Node(root_id, None, root_score), RealOracle(ref, round_index, policy_id), s.attempts)
+    reporter().advance(s.attempts - trace.attempts, f"round {round_index}: the policy stopped")  # the bar's unused share
     best = max(trace.revealed, key=lambda n: n.score)
     first = round_record(ref, 0) if round_index else None
     target = first["best_score"] if first else best.score
