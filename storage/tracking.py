@@ -12,7 +12,7 @@ parent (cached), a create, one ``log_batch``, an artifact upload and a status up
 
 ``publish_registry`` syncs a run's champions (its ``registry`` rows holding the champion
 alias) into MLflow's model registry, idempotently: storage/model_registry.py. The loop
-run's params are its whole config, flattened by ``flat_params``.
+run's params are its whole config, flattened by ``storage.tracking_params.flat_params``.
 
 Tracking URI: the argument, else ``$MLFLOW_TRACKING_URI``, else a SQLite file under
 the store (``<store>/mlflow.db``, artifacts in ``<store>/mlflow-artifacts``). An S3
@@ -25,14 +25,13 @@ and logs a warning. MLflow 3.17 refuses the file store ("./mlruns") unless
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import tempfile
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -62,7 +61,6 @@ LOOP_TAG = "ratchet.loop"
 ARTIFACT_TAG = "ratchet.artifact_sha256"
 EXPERIMENT_PREFIX = "ratchet/"
 S3_FALLBACK_DIR = Path(".ratchet-mlflow")
-MAX_PARAM_LENGTH = 500  # MLflow's param value limit on older servers (3.x accepts 6000)
 _FINAL_STATUS = {"finished": "FINISHED", "budget_exhausted": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
 """A run stopped by a budget cap ended cleanly: FINISHED (its `runs` event says why)."""
 
@@ -360,20 +358,6 @@ class MlflowTracker:
             path.write_bytes(artifact)
             folder = name.parent.as_posix()
             self._client.log_artifact(mlflow_run_id, str(path), artifact_path=None if folder == "." else folder)
-
-
-def flat_params(tree: Mapping[str, object], prefix: str = "") -> dict[str, str]:
-    """A nested mapping (``config.model_dump(mode="json")``) as MLflow params: dotted keys,
-    strings as they are, other values as JSON, each cut to ``MAX_PARAM_LENGTH``."""
-    flat: dict[str, str] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flat_params(value, f"{name}."))
-            continue
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        flat[name] = text if len(text) <= MAX_PARAM_LENGTH else text[: MAX_PARAM_LENGTH - 3] + "..."
-    return flat
 
 
 def default_tracking_uri(store: TableStore) -> str:

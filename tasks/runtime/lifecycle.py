@@ -19,9 +19,9 @@ from prefect.runtime import flow_run
 
 from schemas.configs import RunConfig
 from schemas.rows import CaseRow, RunRow, ScoreRow
-from storage.tracking import flat_params
-from suites.base import Suite
+from storage.tracking_params import flat_params
 from storage.uris import resolve_store
+from suites.base import Suite
 from tasks.runtime.budget import CAPS
 from tasks.runtime.context import RunRef, make_suite, run_config, run_suite, store_for, tracker_for
 from tasks.runtime.failpoints import fail_point

@@ -24,7 +24,8 @@ from flows.self_healing import self_healing
 from schemas.admission import HealConfig
 from schemas.configs import EvolveConfig, RunConfig
 from storage.store import TableStore, open_store
-from storage.tracking import CANDIDATE_TAG, RUN_TAG, MlflowTracker, flat_params
+from storage.tracking import CANDIDATE_TAG, RUN_TAG, MlflowTracker
+from storage.tracking_params import flat_params
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SADeprecationWarning")]

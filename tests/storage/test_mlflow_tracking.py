@@ -25,9 +25,9 @@ from storage.tracking import (
     NullTracker,
     Tracker,
     default_tracking_uri,
-    flat_params,
     make_tracker,
 )
+from storage.tracking_params import flat_params
 
 # MLflow's own SQLAlchemy mappings use a loader strategy that SQLAlchemy deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SADeprecationWarning")
