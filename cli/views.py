@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import duckdb
@@ -10,8 +9,11 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
+from cli import sql_fast
+from cli.text_table import cell
 from schemas.tables import TABLES
-from storage.catalog import READ_ONLY, ReadOnlyError, connect, write_catalog
+from storage.catalog import connect, write_catalog
+from storage.sql_guard import READ_ONLY, ReadOnlyError, check_read_only
 from storage.catalog import sql as run_sql
 from storage.store import open_store
 
@@ -21,37 +23,46 @@ def render(console: Console, table: pa.Table, title: str | None = None, max_rows
     for name in table.column_names:
         view.add_column(name, overflow="fold")
     for row in table.slice(0, max_rows).to_pylist():
-        view.add_row(*[_cell(v) for v in row.values()])
+        view.add_row(*[cell(v) for v in row.values()])
     console.print(view)
     if table.num_rows > max_rows:
         console.print(f"... {table.num_rows - max_rows} more rows (use --format csv for all)")
 
 
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "" if value is None else str(value)
-
-
 def print_query(console: Console, store_uri: str, query: str, format: str = "table") -> None:
-    """`ratchet sql`: a read-only query over the store's views (storage.catalog.sql)."""
+    """`ratchet sql`: a read-only query over the store's views (storage.catalog). On a
+    local store the view statements are then kept for the light path (cli.sql_fast),
+    unless the store changed while they were made."""
     store = open_store(store_uri)
+    if format not in ("table", "csv", "json"):
+        raise ValueError(f"--format {format!r} must be table, csv or json")
     try:
-        result = run_sql(store, query)
+        if format == "csv":
+            import pyarrow.csv as pacsv
+
+            sink = pa.BufferOutputStream()
+            pacsv.write_csv(run_sql(store, query), sink)
+            print(sink.getvalue().to_pybytes().decode(), end="")
+            return
+        names, rows = _answer(store, query)
     except (ReadOnlyError, duckdb.Error) as exc:  # the user's SQL: say what is wrong, no traceback
         raise SystemExit(sql_error(store.root_uri, exc)) from None
-    if format == "csv":
-        import pyarrow.csv as pacsv
+    print(sql_fast.render(names, rows, format))
 
-        sink = pa.BufferOutputStream()
-        pacsv.write_csv(result, sink)
-        print(sink.getvalue().to_pybytes().decode(), end="")
-    elif format == "json":
-        print(json.dumps(result.to_pylist(), default=str, indent=1))
-    elif format == "table":
-        render(console, result)
-    else:
-        raise ValueError(f"--format {format!r} must be table, csv or json")
+
+def _answer(store, query: str) -> tuple[list[str], list[tuple]]:
+    check_read_only(query)
+    digest = sql_fast.layout(store.root_uri) if store.is_local else None
+    views: list[str] = []
+    con = connect(store, views=views)
+    try:
+        cursor = con.execute(query)
+        names, rows = [column[0] for column in cursor.description or ()], cursor.fetchall()
+    finally:
+        con.close()
+    if digest is not None and sql_fast.layout(store.root_uri) == digest:
+        sql_fast.remember(store.root_uri, digest, views)
+    return names, rows
 
 
 def sql_error(root: str, exc: BaseException) -> str:

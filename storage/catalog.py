@@ -50,8 +50,6 @@ other view keeps working.
 from __future__ import annotations
 
 import os
-import re
-import tempfile
 import uuid
 from collections.abc import Collection
 from pathlib import Path
@@ -61,8 +59,9 @@ import pyarrow as pa
 
 from schemas.arrow import to_arrow_schema
 from schemas.tables import TABLES
-from storage import fs as storefs
+from storage import cache
 from storage.derived_views import DERIVED_VIEWS
+from storage.sql_guard import check_read_only, lock_down_statements, quote as _quote
 from storage.fs import S3Settings
 from storage.store import PartFile, TableStore
 
@@ -77,10 +76,12 @@ def httpfs_path() -> Path:
     return package / "extensions" / f"v{duckdb.__version__}" / "httpfs.duckdb_extension"
 
 
-def connect(store: TableStore, *, locked: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(store: TableStore, *, locked: bool = True, views: list[str] | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with a view per table and the derived views
     (``DERIVED_VIEWS``: current state, the run ledger);
-    ``locked`` (the default) then confines it to the store (see ``lock_down``)."""
+    ``locked`` (the default) then confines it to the store (see ``lock_down``).
+    ``views``, when given, receives the CREATE VIEW statements as run (``cli.sql_fast``
+    replays them for an unchanged local store)."""
     con = duckdb.connect()
     try:
         if not store.is_local:
@@ -91,7 +92,9 @@ def connect(store: TableStore, *, locked: bool = True) -> duckdb.DuckDBPyConnect
         parts = None
         if locked and not store.is_local:
             parts = {table: [store.location.uri_of(part.path) for part in found] for table, found in listing.items()}
-        _create_views(con, store, parts, listing=listing, uniform=uniform_tables(con, store, listing))
+        made = _create_views(con, store, parts, listing=listing, uniform=uniform_tables(con, store, listing))
+        if views is not None:
+            views.extend(made)
         if locked:
             lock_down(con, store, parts)
     except BaseException:
@@ -101,27 +104,10 @@ def connect(store: TableStore, *, locked: bool = True) -> duckdb.DuckDBPyConnect
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict[str, list[str]] | None = None) -> None:
-    """Confine ``con`` to the store, for good. Files are reachable only in the store:
-    a local store's whole folder (DuckDB resolves ``..`` before it checks a local path);
-    on S3 only the part files the views name (``parts``), because httpfs resolves ``..``
-    in a URL only after the check, so no prefix can confine it. DuckDB's spill directory
-    is a fresh private path; extensions can be neither installed nor loaded (httpfs is
-    already loaded); and the configuration is locked, so no ``SET``/``RESET`` widens it."""
-    spill = Path(tempfile.gettempdir()) / f"ratchet-duckdb-{uuid.uuid4().hex}"
-    if store.is_local:
-        allowed = f"SET allowed_directories = [{_quote(store.root_uri.rstrip('/') + '/')}]"
-    else:
-        files = sorted(uri for uris in (parts or {}).values() for uri in uris)
-        allowed = f"SET allowed_paths = [{', '.join(_quote(uri) for uri in files)}]"
-    for statement in (
-        f"SET temp_directory = {_quote(str(spill))}",
-        allowed,
-        "SET autoinstall_known_extensions = false",
-        "SET autoload_known_extensions = false",
-        "SET allow_community_extensions = false",
-        "SET enable_external_access = false",
-        "SET lock_configuration = true",
-    ):
+    """Confine ``con`` to the store, for good (``sql_guard.lock_down_statements``): a
+    local store's whole folder; on S3 only the part files the views name (``parts``)."""
+    files = None if store.is_local else sorted(uri for uris in (parts or {}).values() for uri in uris)
+    for statement in lock_down_statements(store.root_uri, files):
         con.execute(statement)
 
 
@@ -138,8 +124,8 @@ def uniform_tables(con: duckdb.DuckDBPyConnection, store: TableStore, listing: d
     match, else from its footer (one ``parquet_schema`` scan of all new parts); a table
     with a part whose footer cannot be read is left out, so its view takes the
     ``union_by_name`` path that names a damaged part."""
-    path = storefs.cache_file("views", store.root_uri)
-    cached = storefs.read_cache(path)
+    path = cache.cache_file("views", store.root_uri)
+    cached = cache.read_cache(path)
     entries: dict[str, dict[str, list]] = {}
     new: dict[str, list[PartFile]] = {}
     for table, parts in listing.items():
@@ -152,7 +138,7 @@ def uniform_tables(con: duckdb.DuckDBPyConnection, store: TableStore, listing: d
         found = everything if everything is not None else _fingerprints(con, store, parts) or {}
         entries[table].update({p.path: [p.size, p.mtime_ns, found[p.path]] for p in parts if p.path in found})
     if entries != cached:
-        storefs.write_cache(path, entries)
+        cache.write_cache(path, entries)
     return {table for table, parts in listing.items()
             if parts and len(entries[table]) == len(parts) and len({e[2] for e in entries[table].values()}) == 1}
 
@@ -171,54 +157,6 @@ def _fingerprints(con: duckdb.DuckDBPyConnection, store: TableStore, parts: list
     except duckdb.Error:
         return None
     return {by_uri[uri]: digest for uri, digest in rows if uri in by_uri}
-
-
-class ReadOnlyError(ValueError):
-    """A statement ``sql`` refuses to run: it would change the database or the store."""
-
-
-READ_ONLY = "ratchet sql is read-only"
-
-_GAP = r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*"
-_EXPLAIN = re.compile(rf"^{_GAP}EXPLAIN\b{_GAP}(?:\([^)]*\){_GAP})?(?:ANALY[SZ]E\b)?(?P<rest>.*)$",
-                      re.IGNORECASE | re.DOTALL)
-
-
-def check_read_only(query: str) -> None:
-    """Raise ``ReadOnlyError`` unless every statement of ``query`` only reads: a SELECT
-    (with DESCRIBE, SHOW, SUMMARIZE, PRAGMA queries, FROM-first, VALUES, PIVOT), or
-    EXPLAIN [ANALYZE] of one. EXPLAIN ANALYZE runs its statement, so that statement must
-    be a query too. The only other statements let through are the ones DuckDB makes up
-    itself (no source text): PIVOT's temporary enum type."""
-    try:
-        statements = duckdb.extract_statements(query)
-    except duckdb.Error:
-        return  # not SQL: let DuckDB say what is wrong with it
-    for statement in statements:
-        kind = statement.type
-        if kind == duckdb.StatementType.SELECT:
-            continue
-        if kind == duckdb.StatementType.CREATE and not statement.query.strip():
-            continue  # generated by PIVOT ... ON col (its temporary ENUM type, in memory)
-        if kind == duckdb.StatementType.EXPLAIN and _explains_a_query(statement.query):
-            continue
-        text = " ".join(statement.query.split())
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        raise ReadOnlyError(
-            f"{READ_ONLY}: {kind.name} statements are refused ({shown!r}); run queries only "
-            "(SELECT, DESCRIBE, SUMMARIZE, EXPLAIN SELECT) over the views"
-        )
-
-
-def _explains_a_query(text: str) -> bool:
-    match = _EXPLAIN.match(text)
-    if not match:
-        return False
-    try:
-        inner = duckdb.extract_statements(match.group("rest"))
-    except duckdb.Error:
-        return False
-    return len(inner) == 1 and inner[0].type == duckdb.StatementType.SELECT
 
 
 def sql(store: TableStore, query: str) -> pa.Table:
@@ -279,21 +217,28 @@ def view_sql(con: duckdb.DuckDBPyConnection, store: TableStore, table: str, part
 
 
 def _create_views(con: duckdb.DuckDBPyConnection, store: TableStore, parts: dict[str, list[str]] | None = None, *,
-                  listing: dict[str, list[PartFile]] | None = None, uniform: Collection[str] = ()) -> None:
+                  listing: dict[str, list[PartFile]] | None = None, uniform: Collection[str] = ()) -> list[str]:
     """One view per table, each on its own: a table whose parts cannot be bound gets a
     view that fails when queried (``damaged_view_sql``) instead of failing them all.
     ``parts`` (table -> part URIs) replaces the glob with a fixed list; ``listing`` says
-    which tables have parts; ``uniform`` names those read without ``union_by_name``."""
+    which tables have parts; ``uniform`` names those read without ``union_by_name``.
+    Returns the statements that made the views, in order."""
+    made = []
     for table in TABLES:
         try:
             listed = None if listing is None else bool(listing[table])
             query = view_sql(con, store, table, None if parts is None else parts[table],
                              listed=listed, uniform=table in uniform)
-            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {with_added_columns(table, query)}')
+            statement = f'CREATE OR REPLACE VIEW "{table}" AS {with_added_columns(table, query)}'
+            con.execute(statement)
         except duckdb.Error as exc:
-            con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}')
+            statement = f'CREATE OR REPLACE VIEW "{table}" AS {damaged_view_sql(con, store, table, exc)}'
+            con.execute(statement)
+        made.append(statement)
     for name, query in DERIVED_VIEWS.items():
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {query}')
+        made.append(f'CREATE OR REPLACE VIEW "{name}" AS {query}')
+        con.execute(made[-1])
+    return made
 
 
 def with_added_columns(table: str, query: str) -> str:
@@ -396,7 +341,3 @@ def _setup_script(store: TableStore) -> str:
         f"-- LOAD below, which needs DuckDB {duckdb.__version__} and this machine's Ratchet venv.\n"
     )
     return header + "".join(f"{statement};\n" for statement in setup_statements(store, redact=True))
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"

@@ -7,7 +7,8 @@ import duckdb
 import pytest
 
 from schemas.tables import TABLES
-from storage.catalog import READ_ONLY, ReadOnlyError, check_read_only, connect, sql, write_catalog
+from storage.catalog import connect, sql, write_catalog
+from storage.sql_guard import READ_ONLY, ReadOnlyError, check_read_only
 from storage.store import TableStore
 
 

@@ -19,6 +19,7 @@ from schemas.arrow import rows_to_table, to_arrow_schema
 from schemas.rows import ScoreRow
 from schemas.tables import TABLES
 from storage import catalog
+from storage import cache
 from storage import fs as storefs
 from storage.catalog import connect, sql
 from storage.store import TableStore
@@ -50,7 +51,7 @@ def test_a_new_part_shows_in_the_next_query_and_the_store_gets_no_file(store: Ta
     assert _count(store) == 3
     assert _count(store) == 3  # the cached layout
     assert storefs.list_files(store.location, store.location.root, recursive=True) == before
-    assert [p.name for p in cache_dir.iterdir()] == [storefs.cache_file("views", store.root_uri).name]
+    assert [p.name for p in cache_dir.iterdir()] == [cache.cache_file("views", store.root_uri).name]
 
     store.write_part("scores", "run1", "score", "b", [make_row("scores", "run1", 7)])
     store.write_part("scores", "run2", "score", "a", [make_row("scores", "run2", 1)])
@@ -89,7 +90,7 @@ def test_a_part_damaged_after_it_was_cached_is_named(local_store: TableStore, ma
 
 def test_a_corrupt_or_stale_cache_costs_time_not_rows(local_store: TableStore, make_row) -> None:
     local_store.write_part("scores", "run1", "score", "a", [make_row("scores", "run1", 0)])
-    path = storefs.cache_file("views", local_store.root_uri)
+    path = cache.cache_file("views", local_store.root_uri)
     assert _count(local_store) == 1
     path.write_text("{not json")
     assert _count(local_store) == 1
