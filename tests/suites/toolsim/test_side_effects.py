@@ -122,3 +122,18 @@ def test_version_2_cases_carry_it_and_version_1_cases_are_unchanged():
     assert new[0].payload == {**old[0].payload, "version": 2}
     with pytest.raises(ValueError, match="version must be 1 or 2"):
         ToolSim(version=3)
+
+
+def test_the_scorer_sees_a_retried_reservation_as_harm():
+    """Suite seed 1, reserve_stock/009 (test split): the reservation's acknowledgement is
+    lost under version 2. The seed plan reserves once either way (served); a catch-all
+    retry serves it under version 1 but reserves twice under version 2: a broken guard,
+    cost 2 x severity 2, one more tool call."""
+    retry = {"harness": {"version": 1, "rules": [RETRY_ANY]}}
+    seed_harness = {"harness": {"version": 1}}
+    for version, success, cost, calls in ((1, 1.0, 0.0, 3.0), (2, 0.0, 4.0, 4.0)):
+        suite = ToolSim(seed=1, instances_per_template=10, version=version)
+        case = next(c for c in suite.cases() if c.case_id == "reserve_stock/009")
+        assert suite.score(case, seed_harness).metrics["success"] == 1.0
+        metrics = suite.score(case, retry).metrics
+        assert (metrics["success"], metrics["cost"], metrics["tool_calls"]) == (success, cost, calls)
