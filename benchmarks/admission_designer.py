@@ -37,7 +37,7 @@ def test_success(store, candidate_id: str) -> float:
     return sum(values) / len(values)
 
 
-def run_mode(root: Path, seed: int, mode: str, rounds: int, instances: int, batch: int) -> dict:
+def run_mode(root: Path, seed: int, mode: str, rounds: int, instances: int, batch: int, version: int = 1) -> dict:
     """One designer_rsi run; its counts and test success, read back from its store."""
     from flows.designer_rsi import designer_rsi
     from schemas.admission import DesignerConfig
@@ -45,7 +45,7 @@ def run_mode(root: Path, seed: int, mode: str, rounds: int, instances: int, batc
     from storage.store import open_store
 
     config = RunConfig(loop="designer_rsi", suite="toolsim", budget=rounds, seed=seed, workers=1, tracking=False,
-                       suite_params={"instances_per_template": instances, "seed": seed},
+                       suite_params={"instances_per_template": instances, "seed": seed, "version": version},
                        designer=DesignerConfig(mode=mode, traffic_batch=batch))
     store_uri = str(root / f"{mode}-{seed}")
     summary = designer_rsi(config=config, store_uri=store_uri, run_id=f"designer-{mode}-{seed}")
@@ -73,13 +73,14 @@ def counts_table(results: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def measure(root: Path, seeds: int, rounds: int, instances: int, batch: int) -> tuple[dict[str, list[dict]], str]:
+def measure(root: Path, seeds: int, rounds: int, instances: int, batch: int,
+            version: int = 1) -> tuple[dict[str, list[dict]], str]:
     """Every mode on every seed; (the results per mode, the markdown report)."""
     started = time.perf_counter()
     results: dict[str, list[dict]] = {mode: [] for mode in MODES}
     for seed in range(seeds):
         for mode in MODES:
-            results[mode].append(run_mode(root, seed, mode, rounds, instances, batch))
+            results[mode].append(run_mode(root, seed, mode, rounds, instances, batch, version))
 
     def success(mode: str) -> list[float]:
         return [r["test_success"] for r in results[mode]]
@@ -99,6 +100,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 3, quick 1)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds per run (default 8, quick 1)")
     parser.add_argument("--store", default=None, help="store folder (default: a temporary one)")
+    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2),
+                        help="toolsim version (2: side effects; suites/toolsim/faults.py)")
     args = parser.parse_args()
     seeds = args.seeds or (1 if args.quick else 3)
     rounds = args.rounds or (1 if args.quick else 8)
@@ -109,7 +112,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    print(measure(root, seeds, rounds, instances, batch)[1])
+    print(measure(root, seeds, rounds, instances, batch, args.suite_version)[1])
 
 
 if __name__ == "__main__":

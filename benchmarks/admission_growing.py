@@ -52,14 +52,15 @@ class Run:
     steps: int
 
 
-def run_arm(store_uri: str, arm: str, seed: int, budget: int, instances: int, window: int) -> Run:
+def run_arm(store_uri: str, arm: str, seed: int, budget: int, instances: int, window: int,
+            version: int = 1) -> Run:
     from flows.growing_harness import growing_harness
     from schemas.admission import GrowConfig
     from schemas.configs import RunConfig
 
     run_id = f"{arm}-s{seed}".replace("_", "-")
     config = RunConfig(loop="growing_harness", suite="toolsim", budget=budget, seed=seed, workers=2, tracking=False,
-                       suite_params={"instances_per_template": instances, "seed": seed},
+                       suite_params={"instances_per_template": instances, "seed": seed, "version": version},
                        grow=GrowConfig(gate_every=ARMS[arm], window_size=window))
     growing_harness(config=config, store_uri=store_uri, run_id=run_id)
     return read_run(store_uri, run_id, arm, seed)
@@ -112,9 +113,10 @@ def report(runs: list[Run], seeds: list[int]) -> str:
     return "\n\n".join(["Per run:\n\n" + per_run_table(runs), "Paired by seed:\n\n" + findings(runs, seeds)])
 
 
-def measure(store_uri: str, seeds: list[int], budget: int, instances: int, window: int) -> list[Run]:
+def measure(store_uri: str, seeds: list[int], budget: int, instances: int, window: int,
+            version: int = 1) -> list[Run]:
     """Every arm on every seed, in one store."""
-    return [run_arm(store_uri, arm, seed, budget, instances, window) for seed in seeds for arm in ARMS]
+    return [run_arm(store_uri, arm, seed, budget, instances, window, version) for seed in seeds for arm in ARMS]
 
 
 def main() -> None:
@@ -125,6 +127,8 @@ def main() -> None:
                                                                "the train stream and the window are exhausted)")
     parser.add_argument("--instances", type=int, default=20, help="toolsim instances per template")
     parser.add_argument("--window", type=int, default=8, help="rolling failure window size")
+    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2),
+                        help="toolsim version (2: side effects; suites/toolsim/faults.py)")
     args = parser.parse_args()
     seeds = list(range(2)) if args.quick else list(range(args.seeds))
     budget, instances, window = (2, 5, 4) if args.quick else (args.budget, args.instances, args.window)
@@ -133,7 +137,7 @@ def main() -> None:
     from cli.env import prepare_environment
 
     prepare_environment(store_uri)
-    print(report(measure(store_uri, seeds, budget, instances, window), seeds))
+    print(report(measure(store_uri, seeds, budget, instances, window, args.suite_version), seeds))
 
 
 if __name__ == "__main__":

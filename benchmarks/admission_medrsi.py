@@ -31,7 +31,8 @@ QUICK, FULL = (5, 4), (10, 8)
 """(instances per template, requests per trial batch) of the quick and the full size."""
 
 
-def run_arm(root: Path, seed: int, slow: bool, rounds: int, instances: int, batch_size: int) -> dict:
+def run_arm(root: Path, seed: int, slow: bool, rounds: int, instances: int, batch_size: int,
+            version: int = 1) -> dict:
     """One medrsi run; its summary, re-read from the run's own store."""
     from flows.medrsi import medrsi
     from schemas.admission import MedRSIConfig
@@ -39,7 +40,7 @@ def run_arm(root: Path, seed: int, slow: bool, rounds: int, instances: int, batc
     from storage.store import open_store
 
     config = RunConfig(loop="medrsi", suite="toolsim", budget=rounds, seed=seed, workers=1, tracking=False,
-                       suite_params={"instances_per_template": instances, "seed": seed},
+                       suite_params={"instances_per_template": instances, "seed": seed, "version": version},
                        medrsi=MedRSIConfig(slow_registration=slow, batch_size=batch_size))
     store_uri = str(root / f"{'slow' if slow else 'now'}-{seed}")
     summary = medrsi(config=config, store_uri=store_uri, run_id=f"medrsi-{'slow' if slow else 'now'}-{seed}")
@@ -59,13 +60,14 @@ def funnel_table(results: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def measure(root: Path, seeds: int, rounds: int, instances: int, batch_size: int) -> tuple[dict[str, list[dict]], str]:
+def measure(root: Path, seeds: int, rounds: int, instances: int, batch_size: int,
+            version: int = 1) -> tuple[dict[str, list[dict]], str]:
     """Both arms on every seed; (the run summaries per arm, the markdown report)."""
     started = time.perf_counter()
     results: dict[str, list[dict]] = {"slow": [], "immediate": []}
     for seed in range(seeds):
-        results["slow"].append(run_arm(root, seed, True, rounds, instances, batch_size))
-        results["immediate"].append(run_arm(root, seed, False, rounds, instances, batch_size))
+        results["slow"].append(run_arm(root, seed, True, rounds, instances, batch_size, version))
+        results["immediate"].append(run_arm(root, seed, False, rounds, instances, batch_size, version))
     slow, now = results["slow"], results["immediate"]
     rows = [
         paired_row("stable set vs seed harness (slow)", "test success", "seed", [r["seed_test_success"] for r in slow],
@@ -90,6 +92,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5, quick 1)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds per run (default 10, quick 2)")
     parser.add_argument("--store", default=None, help="store folder (default: a temporary one)")
+    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2),
+                        help="toolsim version (2: side effects; suites/toolsim/faults.py)")
     args = parser.parse_args()
     seeds = args.seeds or (1 if args.quick else 5)
     rounds = args.rounds or (2 if args.quick else 10)
@@ -100,7 +104,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    print(measure(root, seeds, rounds, instances, batch_size)[1])
+    print(measure(root, seeds, rounds, instances, batch_size, args.suite_version)[1])
 
 
 if __name__ == "__main__":

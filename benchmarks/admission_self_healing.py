@@ -76,14 +76,16 @@ class Run:
     retired: int
 
 
-def run_arm(store_uri: str, arm: str, seed: int, budget: int, instances: int) -> Run:
+def run_arm(store_uri: str, arm: str, seed: int, budget: int, instances: int, version: int = 1,
+            fault_rate: float = 0.15) -> Run:
     from flows.self_healing import self_healing
     from schemas.admission import HealConfig
     from schemas.configs import RunConfig
 
     run_id = f"{arm}-s{seed}".replace("+", "-")
     config = RunConfig(loop="self_healing", suite="toolsim", budget=budget, seed=seed, workers=2, tracking=False,
-                       suite_params={"instances_per_template": instances, "seed": seed}, heal=HealConfig(**ARMS[arm]))
+                       suite_params={"instances_per_template": instances, "seed": seed, "version": version,
+                                     "fault_rate": fault_rate}, heal=HealConfig(**ARMS[arm]))
     summary = self_healing(config=config, store_uri=store_uri, run_id=run_id)
     return read_run(store_uri, run_id, arm, seed, budget, summary["guard_retired"])
 
@@ -167,9 +169,10 @@ def report(runs: list[Run], seeds: list[int], budget: int) -> str:
     ])
 
 
-def measure(store_uri: str, seeds: list[int], budget: int, instances: int) -> list[Run]:
+def measure(store_uri: str, seeds: list[int], budget: int, instances: int, version: int = 1,
+            fault_rate: float = 0.15) -> list[Run]:
     """Every arm on every seed, in one store."""
-    return [run_arm(store_uri, arm, seed, budget, instances) for seed in seeds for arm in ARMS]
+    return [run_arm(store_uri, arm, seed, budget, instances, version, fault_rate) for seed in seeds for arm in ARMS]
 
 
 def main() -> None:
@@ -178,6 +181,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=10, help="rounds (proposals) per run")
     parser.add_argument("--instances", type=int, default=10, help="toolsim instances per template")
+    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2),
+                        help="toolsim version (2: side effects; suites/toolsim/faults.py)")
+    parser.add_argument("--fault-rate", type=float, default=0.15, help="toolsim fault rate per call")
     args = parser.parse_args()
     seeds, budget, instances = (list(range(2)), 2, 5) if args.quick else (list(range(args.seeds)), args.budget,
                                                                             args.instances)
@@ -186,7 +192,8 @@ def main() -> None:
     from cli.env import prepare_environment
 
     prepare_environment(store_uri)
-    print(report(measure(store_uri, seeds, budget, instances), seeds, budget))
+    print(report(measure(store_uri, seeds, budget, instances, args.suite_version, args.fault_rate), seeds,
+                 budget))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ are fresh JSON-able dicts, never views of the state, so an agent cannot change t
 except through tools. Reads served stale come from a replica taken when the episode
 starts (with each record's lag applied) and are marked ``"stale": true``; writes always
 act on the true state, so a stale read misleads but never corrupts.
+
+With ``side_effects`` (suite version 2, ``faults.py``) a ``lost_ack`` write is applied
+and then reported as ``transient_unavailable``, and every tool answers at most
+``CALL_QUOTA`` calls: the quota is checked before the rate-limit block and the fault
+draw, so a blocked or failing retry still uses one.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import copy
 from collections import Counter
 from typing import Any, Callable
 
-from suites.toolsim.faults import RATE_LIMIT_WAIT, FaultEvent, FaultSchedule
+from suites.toolsim.faults import CALL_QUOTA, RATE_LIMIT_WAIT, FaultEvent, FaultSchedule
 from suites.toolsim.tools import ToolError, validate_args
 from suites.toolsim.world import Message, Order, Refund, Reservation, Ticket, World
 
@@ -232,6 +237,7 @@ class Backend:
         self.events: list[FaultEvent] = []
         self._occurrences: Counter[tuple[str, str]] = Counter()
         self._blocked_until: dict[str, int] = {}
+        self._calls: Counter[str] = Counter()
 
     def advance(self, ticks: int) -> None:
         """Let time pass (an agent's backoff)."""
@@ -241,6 +247,10 @@ class Backend:
         """Run one tool call; ToolError on any failure (see the module docstring)."""
         spec = validate_args(tool, args)
         now, self.clock = self.clock, self.clock + 1
+        if self.schedule.side_effects:
+            self._calls[tool] += 1
+            if self._calls[tool] > CALL_QUOTA:
+                raise ToolError("rate_limited", f"{tool}: quota of {CALL_QUOTA} calls used up", False)
         if now < self._blocked_until.get(tool, 0):
             raise ToolError("rate_limited", f"{tool} is rate limited; retry after {RATE_LIMIT_WAIT} ticks", True)
         resource = str(args[spec.resource])
@@ -253,6 +263,9 @@ class Backend:
         if fault == "rate_limited":
             self._blocked_until[tool] = now + 1 + RATE_LIMIT_WAIT
             raise ToolError("rate_limited", f"{tool} is rate limited; retry after {RATE_LIMIT_WAIT} ticks", True)
+        if fault == "lost_ack":
+            HANDLERS[tool](self.world, copy.deepcopy(args))
+            raise ToolError("transient_unavailable", f"{tool} timed out before answering", True)
         if fault == "stale":
             return {**HANDLERS[tool](self.replica, dict(args)), "stale": True}
         return HANDLERS[tool](self.world, copy.deepcopy(args))

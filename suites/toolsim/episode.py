@@ -11,7 +11,7 @@ from typing import Any
 
 from suites.toolsim.agent import Agent
 from suites.toolsim.backend import Backend
-from suites.toolsim.faults import FaultEvent, FaultSchedule, grading_flipped
+from suites.toolsim.faults import SKILL_CONTEXT_STEPS, FaultEvent, FaultSchedule, grading_flipped
 from suites.toolsim.harness import Harness
 from suites.toolsim.templates import Evaluation, get_template
 from suites.toolsim.world import World
@@ -48,14 +48,24 @@ class Episode:
         }
 
 
+def step_budget(payload: dict[str, Any], harness: Harness) -> int:
+    """``max_steps``, less ``SKILL_CONTEXT_STEPS`` per loaded skill for another template
+    under suite version 2 (irrelevant skills fill the context); at least 1."""
+    if payload.get("version", 1) < 2:
+        return payload["max_steps"]
+    irrelevant = sum(skill.template != payload["template"] for skill in harness.skills)
+    return max(1, payload["max_steps"] - SKILL_CONTEXT_STEPS * irrelevant)
+
+
 def run_episode(payload: dict[str, Any], harness: Harness) -> Episode:
     """Simulate one case payload (``ToolSim.cases``) under ``harness``. Deterministic:
     the same payload and harness give the same episode."""
     template = get_template(payload["template"])
     scenario = template.build(payload["world_seed"])
     initial = scenario.world.clone()
-    backend = Backend(scenario.world, FaultSchedule(payload["noise_seed"], payload["fault_rate"]))
-    agent = Agent(backend, harness, payload["max_steps"])
+    side_effects = payload.get("version", 1) >= 2
+    backend = Backend(scenario.world, FaultSchedule(payload["noise_seed"], payload["fault_rate"], side_effects))
+    agent = Agent(backend, harness, step_budget(payload, harness))
     status = agent.run(template.name, scenario.request)
     evaluation = template.evaluate(initial, backend.world, scenario.hidden)
     return Episode(

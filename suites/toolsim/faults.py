@@ -21,6 +21,20 @@ Fault kinds, as shares of ``fault_rate``:
   marked ``"stale": true``. Write tools have no stale kind, so their fault rate is 70%
   of ``fault_rate``.
 
+Suite version 2 (``ToolSim(version=2)``; payloads carry ``"version": 2``) adds side
+effects, so that a harness edit can break what it was not written for:
+
+- ``lost_ack`` (30%, write tools only, in place of the read tools' stale share): the
+  write is applied to the true state, then the call fails with
+  ``transient_unavailable``. Writes are not idempotent, so a retry applies it again: a
+  retried line-item refund refunds twice, a retried reservation reserves twice. So a
+  version-2 write fails at the full ``fault_rate``.
+- quotas (``backend.py``): every tool answers at most ``CALL_QUOTA`` calls an episode;
+  later calls, retries included, fail with ``rate_limited`` (not injected: the agent's
+  own calls used the quota up, and no backoff restores it).
+- context (``episode.py``): every loaded skill for another template takes
+  ``SKILL_CONTEXT_STEPS`` steps off the episode's step budget.
+
 The grading flip is separate and one-directional: with probability ``flip_rate`` per
 episode (keyed by ``noise_seed``) a true success is *reported* as a failure. The true
 success is always kept next to the observed one (Luck Is Not Skill trains on the
@@ -34,6 +48,12 @@ from dataclasses import dataclass
 from suites.toolsim.seeding import unit_interval
 
 FAULT_SHARES = (("transient", 0.5), ("rate_limited", 0.2), ("stale", 0.3))
+WRITE_SHARES_V2 = (("transient", 0.5), ("rate_limited", 0.2), ("lost_ack", 0.3))
+"""Version 2's write faults (see the module docstring)."""
+CALL_QUOTA = 6
+"""Version 2: calls one tool answers in one episode."""
+SKILL_CONTEXT_STEPS = 2
+"""Version 2: steps each loaded skill for another template takes off the budget."""
 RATE_LIMIT_WAIT = 2
 """Ticks an agent must wait after a rate-limited call before the tool answers again."""
 
@@ -54,6 +74,8 @@ class FaultSchedule:
 
     noise_seed: int
     fault_rate: float
+    side_effects: bool = False
+    """Suite version 2: write tools draw ``lost_ack`` where reads draw ``stale``."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fault_rate <= 1.0:
@@ -63,7 +85,7 @@ class FaultSchedule:
         """The fault kind at this event, or None."""
         draw = unit_interval(self.noise_seed, "fault", tool, resource, occurrence)
         edge = 0.0
-        for kind, share in FAULT_SHARES:
+        for kind, share in WRITE_SHARES_V2 if self.side_effects and not read else FAULT_SHARES:
             if kind == "stale" and not read:
                 continue
             edge += self.fault_rate * share

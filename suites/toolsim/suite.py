@@ -25,7 +25,10 @@ is in split ``SPLIT_CYCLE[i % 20]``: 20 instances give 8 train / 3 select / 3 pr
 / 3 holdout / 3 test, and any 5 consecutive instances cover every split. A payload
 holds the template, the instance index, ``world_seed``, the customer's request
 (``params``: what the agent is given), ``noise_seed``, ``fault_rate``, ``flip_rate`` and
-``max_steps``. Every candidate run on a case shares its ``noise_seed``, so comparisons on
+``max_steps``, and ``"version": 2`` under suite version 2 (side effects: non-idempotent
+writes whose acknowledgement is lost, per-tool call quotas that retries use up, loaded
+skills for other templates that shrink the step budget; ``faults.py``; version 1
+payloads are unchanged, so stored runs keep their meaning). Every candidate run on a case shares its ``noise_seed``, so comparisons on
 the same case are paired replays; ``reseeded(case, seed)`` gives independent noise
 (Luck Is Not Skill's unpaired arm).
 """
@@ -86,16 +89,20 @@ class ToolSim(Suite):
         fault_rate: float = 0.15,
         flip_rate: float = 0.0,
         max_steps: int = 40,
+        version: int = 1,
     ) -> None:
         if instances_per_template < 1:
             raise ValueError(f"toolsim: instances_per_template must be >= 1, got {instances_per_template}")
         for label, rate in (("fault_rate", fault_rate), ("flip_rate", flip_rate)):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"toolsim: {label} must be in [0, 1], got {rate}")
+        if version not in (1, 2):
+            raise ValueError(f"toolsim: version must be 1 or 2, got {version}")
         if not 1 <= max_steps <= 200:
             raise ValueError(f"toolsim: max_steps must be in 1..200, got {max_steps}")
         self.seed, self.instances_per_template = int(seed), int(instances_per_template)
         self.fault_rate, self.flip_rate, self.max_steps = float(fault_rate), float(flip_rate), int(max_steps)
+        self.version = int(version)
 
     def cases(self) -> list[Case]:
         cases = []
@@ -112,6 +119,8 @@ class ToolSim(Suite):
                     "flip_rate": self.flip_rate,
                     "max_steps": self.max_steps,
                 }
+                if self.version >= 2:
+                    payload["version"] = self.version
                 cases.append(Case(f"{name}/{index:03d}", SPLIT_CYCLE[index % len(SPLIT_CYCLE)], payload))
         return cases
 

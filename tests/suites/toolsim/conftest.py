@@ -12,8 +12,8 @@ HOME = {"street": "1 Elm St", "city": "Riverton", "zip": "12345"}
 class ScriptedFaults:
     """A fault schedule that fires exactly the faults it is given, keyed by event."""
 
-    def __init__(self, faults: dict[tuple[str, str, int], str]) -> None:
-        self.faults = faults
+    def __init__(self, faults: dict[tuple[str, str, int], str], side_effects: bool = False) -> None:
+        self.faults, self.side_effects = faults, side_effects
 
     def fault(self, tool: str, resource: str, occurrence: int, read: bool) -> str | None:
         return self.faults.get((tool, resource, occurrence))
@@ -56,5 +56,6 @@ def backend(world) -> Backend:
 
 @pytest.fixture
 def scripted():
-    """``scripted({("get_order", "o0001", 0): "stale"})`` -> a Backend on a fresh world."""
-    return lambda faults: Backend(build_world(), ScriptedFaults(faults))
+    """``scripted({("get_order", "o0001", 0): "stale"})`` -> a Backend on a fresh world
+    (``side_effects=True``: suite version 2's quotas)."""
+    return lambda faults, side_effects=False: Backend(build_world(), ScriptedFaults(faults, side_effects))
