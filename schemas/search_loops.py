@@ -45,9 +45,9 @@ class EvoAllocConfig(Config):
     full_above: float = Field(1.0, ge=0.0, le=1.0)
     """The initial policy: evaluate Full at once when the parent's percentile is above this
     (1: never at once where a Partial level exists)."""
-    promote_margin: float = Field(0.0, ge=0.0)
-    """The initial policy: a Partial child goes on to Full when its partial score is above
-    its parent's partial score minus this margin."""
+    promote_at: float = Field(0.0, ge=-1e6, le=1e6)
+    """The initial policy: a Partial child goes on to Full when its partial score minus its
+    parent's partial score is at least this (0: as good as its parent)."""
     partial_files: list[str] = ["or1"]
     """Instance files (case-id prefixes before '/') of the select split that make the Partial
     level; a suite with no such cases (circle_packing) has Full / Discard only."""

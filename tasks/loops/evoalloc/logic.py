@@ -11,6 +11,7 @@ so both policies are judged on real results."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import asdict, dataclass, replace
 from typing import Sequence
@@ -20,18 +21,15 @@ DISCARD_GRID = (0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75)
 """The thresholds a revision may pick for `discard_below` (capped: some children always
 get evaluated)."""
 
-PROMOTE_EPS = 1e-6
-
-
 @dataclass(frozen=True)
 class AllocPolicy:
     discard_below: float
     """Discard a child whose parent's percentile is below this."""
     full_above: float
     """Full at once when the parent's percentile is above this (1: never at once)."""
-    promote_margin: float
-    """Partial -> Full when partial score > parent's partial score - margin (0: only a
-    child that beats its parent on the partial cases)."""
+    promote_at: float
+    """Partial -> Full when partial score - parent's partial score >= this (0: a child at
+    least as good as its parent on the partial cases)."""
 
     def code(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -70,7 +68,7 @@ def decide(policy: AllocPolicy, parent_pct: float, has_partial: bool) -> str:
 
 
 def promotes(policy: AllocPolicy, partial_delta: float) -> bool:
-    return partial_delta > -policy.promote_margin
+    return partial_delta >= policy.promote_at
 
 
 def counterfactual(seed: int, rate: float) -> bool:
@@ -117,8 +115,8 @@ def split_cases(policy: AllocPolicy, cases: Sequence[AllocCase], has_partial: bo
 def revise(policy: AllocPolicy, cases: Sequence[AllocCase], has_partial: bool) -> tuple[AllocPolicy, str]:
     """A new policy from the full-evaluated cases (counterfactuals included) and its note.
     discard_below: the highest grid threshold that discards no observed new best (no new
-    best seen: one grid step above the current). promote_margin: just wide enough to
-    promote every observed new best (its largest partial shortfall plus PROMOTE_EPS)."""
+    best seen: one grid step above the current). promote_at: the lowest partial delta of an
+    observed new best (floored to 1e-6), so every one of them is still promoted."""
     known = [c for c in cases if c.new_best is not None]
     bests = [c for c in known if c.new_best]
     if bests:
@@ -127,14 +125,14 @@ def revise(policy: AllocPolicy, cases: Sequence[AllocCase], has_partial: bool) -
     else:
         discard_below = min([t for t in DISCARD_GRID if t > policy.discard_below] or [DISCARD_GRID[-1]])
     deltas = [c.partial_delta for c in bests if c.partial_delta is not None]
-    margin = round(max(0.0, -min(deltas)) + PROMOTE_EPS, 6) if has_partial and deltas else policy.promote_margin
-    new = replace(policy, discard_below=discard_below, promote_margin=margin)
+    promote_at = math.floor(min(deltas) * 1e6) / 1e6 if has_partial and deltas else policy.promote_at
+    new = replace(policy, discard_below=discard_below, promote_at=promote_at)
     supporting, refuting = split_cases(policy, known, has_partial)
     note = (f"{len(supporting)} supporting, {len(refuting)} refuting of {len(known)} full results "
             f"({len(bests)} new bests, lowest parent percentile "
             f"{min((c.parent_pct for c in bests), default=float('nan')):.3f}): "
             f"discard_below {policy.discard_below} -> {new.discard_below}, "
-            f"promote_margin {policy.promote_margin} -> {new.promote_margin}")
+            f"promote_at {policy.promote_at} -> {new.promote_at}")
     return new, note
 
 

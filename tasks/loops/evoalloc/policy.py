@@ -20,9 +20,10 @@ from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.register import holdout_score
 
 
-def last_revision_round(ref: RunRef) -> int:
+def policies_before(ref: RunRef, r: int) -> list[CandidateRow]:
+    """The allocator policies the run proposed before round `r` (the initial one included)."""
     rows = store_for(ref.store_uri).read_rows("candidates", ref.run_id)
-    return max(c.round for c in rows if c.artifact_kind == "allocator")
+    return [c for c in rows if c.artifact_kind == "allocator" and c.round < r]
 
 
 @task(name="distill", **STAGE_OPTIONS)
@@ -32,11 +33,11 @@ def distill(ref: RunRef, r: int, active: str) -> str:
     candidate; returns its id ("" when not triggered, the arm is `fixed`, or `one_shot`
     already revised)."""
     s, has_partial = section(ref), bool(levels(ref)[1])
-    since = last_revision_round(ref)
+    since = max(c.round for c in policies_before(ref, r))
     done = store_for(ref.store_uri).has_part("candidates", ref.run_id, "distill", f"r{r:04d}")
     if s.arm == "fixed" or (s.arm == "one_shot" and since > 0 and not done):
         return ""
-    prior = allocations(ref)
+    prior = allocations(ref, r)
     recent = sum(1 for a in prior if a["full_score"] is not None and a["round"] > since)
     if recent < s.revise_every and not done:
         return ""
@@ -45,7 +46,7 @@ def distill(ref: RunRef, r: int, active: str) -> str:
     new, note = revise(old, cases, has_partial)
     supporting, refuting = split_cases(old, cases, has_partial)
     store = store_for(ref.store_uri)
-    known = {c.candidate_id for c in store.read_rows("candidates", ref.run_id) if c.artifact_kind == "allocator"}
+    known = {c.candidate_id for c in policies_before(ref, r)}
     if not done and store.put_blob(new.code().encode()) in known:
         return ""  # the refit gives a policy the run already tried
 
@@ -70,7 +71,7 @@ def gate(ref: RunRef, r: int, active: str, shadow: str) -> tuple[str, str]:
     one, the shadow acceptance rule decides (the `one_shot` arm adopts its one revision
     without a trial). Returns (active, shadow): ("winner", "") when decided, else unchanged."""
     s, has_partial = section(ref), bool(levels(ref)[1])
-    trial = [as_case(a) for a in allocations(ref) if a["shadow_version"] == shadow]
+    trial = [as_case(a) for a in allocations(ref, r) if a["shadow_version"] == shadow]
     key = f"r{r:04d}"
     decided = store_for(ref.store_uri).has_part("gate_decisions", ref.run_id, "gate", key)
     if s.arm != "one_shot" and len(trial) < s.shadow_window and not decided:

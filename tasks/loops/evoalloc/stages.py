@@ -42,9 +42,12 @@ def levels(ref: RunRef) -> tuple[list, list]:
     return full, [c for c in full if c.case_id.split("/")[0] in files and "/" in c.case_id]
 
 
-def allocations(ref: RunRef) -> list[dict]:
+def allocations(ref: RunRef, upto: int | None = None) -> list[dict]:
+    """The run's allocations in order (those of rounds <= `upto`): what a rerun of round
+    `upto`'s stages must see, whatever later rounds published."""
     rows = store_for(ref.store_uri).read_rows("distillates", ref.run_id)
-    return sorted((json.loads(d.content) for d in rows if d.kind == ALLOC_KIND), key=lambda a: a["order"])
+    return sorted((json.loads(d.content) for d in rows if d.kind == ALLOC_KIND and (upto is None or d.round <= upto)),
+                  key=lambda a: a["order"])
 
 
 def as_case(a: dict) -> AllocCase:
@@ -78,7 +81,7 @@ def alloc_row(ref: RunRef, r: int, a: dict) -> DistillateRow:
 def initial(ref: RunRef) -> str:
     """Round 0: the initial policy (from the config) and the seed program, full-evaluated."""
     store, s, suite = store_for(ref.store_uri), section(ref), run_suite(ref)
-    policy = AllocPolicy(s.discard_below, s.full_above, s.promote_margin)
+    policy = AllocPolicy(s.discard_below, s.full_above, s.promote_at)
 
     def rows() -> list[CandidateRow]:
         pid, seed = store.put_blob(policy.code().encode()), store.put_blob(suite.seed_program().encode())
@@ -106,7 +109,7 @@ def sample(ref: RunRef, r: int) -> list[str]:
     """The generator (evolve's `mutate`): children of parents drawn from the best
     `parents_top` full-evaluated programs, never a program the run already holds."""
     store, s, suite = store_for(ref.store_uri), section(ref), run_suite(ref)
-    pool = sorted((a for a in allocations(ref) if a["full_score"] is not None), key=lambda a: -a["full_score"])
+    pool = sorted((a for a in allocations(ref, r - 1) if a["full_score"] is not None), key=lambda a: -a["full_score"])
     top = pool[: s.parents_top]
     proposer = MutationProposer(EvolveConfig(mutations_per_child=s.mutations_per_child))
     rng = random.Random(seed_for(run_config(ref).seed, "evoalloc", r))

@@ -20,7 +20,7 @@ from tasks.loops.evoalloc.logic import (
     split_cases,
 )
 
-P = AllocPolicy(discard_below=0.25, full_above=0.9, promote_margin=0.0)
+P = AllocPolicy(discard_below=0.25, full_above=0.9, promote_at=0.0)
 
 
 def test_percentile_ranks_within_the_pool_worst_zero_best_one():
@@ -40,7 +40,8 @@ def test_the_decision_rule(pct, has_partial, expected):
 
 def test_a_partial_path_costs_one_or_two_evaluations_by_the_partial_delta():
     assert path(P, AllocCase("a", 0.5, 0.01, True), True) == (2, True)
-    assert path(P, AllocCase("b", 0.5, 0.0, False), True) == (1, False)  # equal to the parent: not promoted
+    assert path(P, AllocCase("b", 0.5, 0.0, False), True) == (2, True)  # as good as its parent: promoted
+    assert path(P, AllocCase("b", 0.5, -0.01, False), True) == (1, False)  # below its parent: stops at Partial
     assert path(P, AllocCase("c", 0.1, None, None), True) == (0, False)
     assert path(P, AllocCase("d", 0.95, None, True), True) == (1, True)
     with pytest.raises(ValueError, match="no partial score"):
@@ -75,11 +76,11 @@ def test_supporting_and_refuting_cases():
     assert split_cases(P, CASES, True) == (["b", "e"], ["a", "c", "d"])
 
 
-def test_the_refit_keeps_every_observed_new_best_and_widens_the_margin():
+def test_the_refit_keeps_every_observed_new_best():
     new, note = revise(P, CASES, True)
     # lowest new-best parent percentile 0.10 -> the highest grid threshold at or below it is 0.0;
-    # the largest partial shortfall of a new best is 0.2 -> margin 0.2 + 1e-6
-    assert new == AllocPolicy(0.0, 0.9, 0.200001)
+    # the lowest partial delta of a new best is -0.2 -> promote from -0.2 on
+    assert new == AllocPolicy(0.0, 0.9, -0.2)
     assert note.startswith("2 supporting, 3 refuting of 5 full results (3 new bests")
     # no new best among the cases: one grid step stricter, margin unchanged
     quiet = [AllocCase("x", 0.6, 0.0, False), AllocCase("y", 0.8, -0.05, False)]
@@ -88,6 +89,9 @@ def test_the_refit_keeps_every_observed_new_best_and_widens_the_margin():
     # new bests at 0.4 and 0.7 -> 0.375; no Partial level -> margin kept
     seen = [AllocCase("p", 0.4, None, True), AllocCase("q", 0.7, None, True)]
     assert revise(P, seen, False)[0] == AllocPolicy(0.375, 0.9, 0.0)
+    # every new best beat its parent's partial score by 0.3 or more: ties stop being promoted
+    gains = [AllocCase("p", 0.5, 0.3, True), AllocCase("q", 0.6, 0.5, True), AllocCase("r", 0.6, 0.0, False)]
+    assert revise(P, gains, True)[0] == AllocPolicy(0.5, 0.9, 0.3)
 
 
 def test_missed_new_bests():
