@@ -116,3 +116,23 @@ def test_circle_packing_has_full_and_discard_only(prefect_server, tmp_path):
     assert {a["level"] for a in rows} <= {"full", "discard"} and summary["partial_evals"] == 0
     assert all(a["partial_score"] is None for a in rows)
     assert summary["full_evals"] == sum(a["level"] == "full" for a in rows)
+
+
+def test_ratchet_run_evoalloc_with_a_suite_and_a_wrong_suite_in_one_line(prefect_server, tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    uri = str(tmp_path / "store")
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", "evoalloc", "--suite", "bin_packing", "--budget", "1", "--store", uri,
+                                 "--no-tracking", "--set", "evoalloc.children_per_round=2"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    answer = runner.invoke(app, ["sql", "SELECT g.holdout_score AS h FROM runs r JOIN registry g USING (run_id) "
+                                        "WHERE r.loop = 'evoalloc' AND g.name = 'bin_packing/evoalloc-best'",
+                                 "--store", uri, "--format", "json"])
+    assert answer.exit_code == 0, answer.output
+    (row,) = json.loads(answer.output)
+    assert row["h"] == pytest.approx(-5.75173606, abs=1e-6)  # the seed program's held-out score (no child beat it)
+    wrong = runner.invoke(app, ["run", "evoalloc", "--suite", "toolsim", "--store", uri, "--no-tracking"])
+    assert wrong.exit_code != 0 and "Traceback" not in wrong.output and "bin_packing" in wrong.output
