@@ -128,8 +128,7 @@ def test_ratchet_run_evoalloc_with_a_suite_and_a_wrong_suite_in_one_line(prefect
     result = runner.invoke(app, ["run", "evoalloc", "--suite", "bin_packing", "--budget", "1", "--store", uri,
                                  "--no-tracking", "--set", "evoalloc.children_per_round=2"])
     assert result.exit_code == 0, result.output + repr(result.exception)
-    answer = runner.invoke(app, ["sql", "SELECT g.holdout_score AS h FROM runs r JOIN registry g USING (run_id) "
-                                        "WHERE r.loop = 'evoalloc' AND g.name = 'bin_packing/evoalloc-best'",
+    answer = runner.invoke(app, ["sql", "SELECT holdout_score AS h FROM registry WHERE name = 'bin_packing/evoalloc-best'",
                                  "--store", uri, "--format", "json"])
     assert answer.exit_code == 0, answer.output
     (row,) = json.loads(answer.output)
