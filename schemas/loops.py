@@ -20,7 +20,7 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 from schemas.protocols import DataSenseConfig, HarnessOrModelConfig
-from schemas.search_loops import DreamRSIConfig
+from schemas.search_loops import DreamRSIConfig, EvoAllocConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "spin")
 _TRAINING = "optimizer steps"
@@ -168,10 +168,18 @@ class DreamRSIRun(RunConfig):
     dream_rsi: DreamRSIConfig = DreamRSIConfig()
 
 
+class EvoAllocRun(RunConfig):
+    SPEC = LoopSpec(name="evoalloc", modifies="scheduler", family="search", suites=("bin_packing", "circle_packing"),
+                    paper="EvoAlloc: a self-evolving evaluation-budget allocator for program evolution",
+                    budget_counts="rounds (children_per_round children each)", default_budget=6)
+    loop: Literal["evoalloc"] = "evoalloc"
+    evoalloc: EvoAllocConfig = EvoAllocConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
-    DataSenseRun, DreamRSIRun,
+    DataSenseRun, DreamRSIRun, EvoAllocRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

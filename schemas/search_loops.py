@@ -3,6 +3,8 @@ spends its evaluations rather than the program itself."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from schemas.frozen import Config
@@ -27,3 +29,37 @@ class DreamRSIConfig(Config):
     """Other runs of the store (evolve, dream_rsi) whose recorded trees join the replay pool."""
     mutations_per_child: int = Field(2, ge=1, le=16)
     """The frozen code agent's AST edits per child (the `mutate` proposer)."""
+
+
+class EvoAllocConfig(Config):
+    """Parameters of `evoalloc` (EvoAlloc): a per-candidate Full / Partial / Discard
+    allocator (a threshold rule set) inside `mutate` program evolution, revised from
+    experience (counterfactual full evaluations of would-be discards included) and
+    replaced only when it wins the shadow test."""
+
+    arm: Literal["evoalloc", "fixed", "one_shot"] = "evoalloc"
+    """evoalloc: revise and shadow-test; fixed: the initial policy throughout; one_shot:
+    one revision at the first trigger, adopted without a shadow test, never revised again."""
+    discard_below: float = Field(0.25, ge=0.0, le=1.0)
+    """The initial policy: discard a child whose parent's score percentile is below this."""
+    full_above: float = Field(1.0, ge=0.0, le=1.0)
+    """The initial policy: evaluate Full at once when the parent's percentile is above this
+    (1: never at once where a Partial level exists)."""
+    promote_at: float = Field(0.0, ge=-1e6, le=1e6)
+    """The initial policy: a Partial child goes on to Full when its partial score minus its
+    parent's partial score is at least this (0: as good as its parent)."""
+    partial_files: list[str] = ["or1"]
+    """Instance files (case-id prefixes before '/') of the select split that make the Partial
+    level; a suite with no such cases (circle_packing) has Full / Discard only."""
+    counterfactual_rate: float = Field(0.25, ge=0.0, le=1.0)
+    """Probability that a would-be discard is full-evaluated anyway (counterfactual exploration)."""
+    revise_every: int = Field(4, ge=1, le=1000)
+    """Full results since the last revision that trigger a new policy proposal."""
+    shadow_window: int = Field(4, ge=1, le=1000)
+    """Candidates on which a proposed policy shadows the active one before the acceptance rule."""
+    parents_top: int = Field(4, ge=1, le=64)
+    """The generator's parent pool: the best `parents_top` full-evaluated programs."""
+    children_per_round: int = Field(4, ge=1, le=64)
+    """Children proposed per round (one sample, allocate, distill, gate per round)."""
+    mutations_per_child: int = Field(2, ge=1, le=16)
+    """The generator's AST edits per child (the `mutate` proposer)."""
