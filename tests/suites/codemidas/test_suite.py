@@ -68,3 +68,17 @@ def test_in_the_sandbox_a_correct_body_passes_and_the_stub_fails():
 
     assert pass_rate(MY_BISECT) == 1.0
     assert pass_rate(suite.seed_program()) == 0.0
+
+
+def test_a_rebuild_reproduces_the_shipped_task_where_the_source_is_the_pinned_one():
+    import calendar
+    import inspect
+
+    from suites.codemidas.build import build_modules
+    from suites.codemidas.hollow import sha256_text
+
+    shipped = next(t for t in shipped_tasks() if t["task_id"] == "calendar::leapdays")
+    if sha256_text(inspect.getsource(calendar)) != shipped["module_sha256"]:
+        pytest.skip("this interpreter's calendar.py is not the source the shipped task was cut from")
+    (rebuilt,) = build_modules(make_executor(SandboxConfig(timeout_s=2.0)), ["calendar"], 0, 24, ["calendar::leapdays"])
+    assert rebuilt.to_json() == shipped
