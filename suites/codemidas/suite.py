@@ -9,7 +9,13 @@ by sha256 in ``suites.data``), each with the sha256 of the module source it was 
 a user's interpreter may have another stdlib, and a rebuild there would be another task
 set, so the suite reads the shipped one. Splits, by a test's index i: i % 4 in {0, 1}
 train, 2 select, 3 holdout. The seed program is the hollowed stub (pass fraction 0 on a
-kept task)."""
+kept task).
+
+Known leak (the paper's "duplicate installed copies"): the sandbox can import the
+installed module, so a candidate that delegates to the original passes; the reference
+benchmark measures it with a retrieval solver (it fails only where the module replaces
+its pure-Python helpers by a C accelerator, as ``datetime`` does). The hidden expected
+outcomes never enter the sandbox."""
 
 from __future__ import annotations
 
