@@ -22,6 +22,7 @@ REFERENCE_SHA256: dict[str, str] = {
     "bin_packing/binpack4.txt": "85ce2b7156a183aa6a29f94ef7759f48461e8558c41c5b80fb481acc3faa5e7d",
     "bin_packing/funsearch_or3.json": "6b7fa0406e4c87c4fc104ad45dd207e24818e5bfe8ff89e23af680500586eb77",
     "bin_packing/funsearch_weibull_5k.json": "ce484d0a396628a2cd21de4629a075f19a7225e2bfa33f8ba07d4d66dcd6ff1d",
+    "codemidas/tasks.json": "9036b177587128185c02d367c7c0fd0fc90f461008399b58dfc40c8babf40729",
     "circle_packing/alphaevolve_constructions.json":
         "812c10af2f2e59d58c9da272d30d9a47612ed1e271ebc9352ff86656f7051597",
 }

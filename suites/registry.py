@@ -7,6 +7,7 @@ import inspect
 from suites.base import Suite
 from suites.bin_packing import BinPacking
 from suites.circle_packing import CirclePacking
+from suites.codemidas import CodeMidas
 from suites.spin import Spin
 from suites.toolsim import ToolSim
 
@@ -15,6 +16,7 @@ SUITES: dict[str, type[Suite]] = {
     BinPacking.name: BinPacking,
     ToolSim.name: ToolSim,
     Spin.name: Spin,
+    CodeMidas.name: CodeMidas,
 }
 
 
