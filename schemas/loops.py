@@ -22,7 +22,7 @@ from schemas.post_training import (
 from schemas.protocols import DataSenseConfig, HarnessOrModelConfig
 from schemas.search_loops import DreamRSIConfig
 
-_PROGRAM_SUITES = ("circle_packing", "bin_packing", "spin")
+_PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin")
 _TRAINING = "optimizer steps"
 
 
