@@ -20,6 +20,7 @@ no record of the target's environment).
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 from statistics import median
 from typing import Callable, Sequence
@@ -28,6 +29,8 @@ import numpy as np
 
 
 @dataclass(frozen=True)
+
+
 class Record:
     """One executed intervention."""
 
@@ -98,3 +101,31 @@ def ndcg_at_k(predicted: Sequence[float], realized: Sequence[float], k: int = 3)
 
     ideal = dcg(sorted(range(len(realized)), key=lambda i: -relevance[i]))
     return 1.0 if ideal == 0 else dcg(top_k(predicted, k)) / ideal
+
+
+PREDICTORS: dict[str, Predictor] = {"prior": predict_prior, "knn": predict_knn, "ridge": predict_ridge}
+
+
+def selection_round(archive: Sequence[Record], proposals: Sequence[Record], predictor: Predictor, cross_env: bool,
+                    k: int = 3) -> tuple[float, float, list[float]]:
+    """(Regret@k, NDCG@k, predictions) of choosing k of ``proposals`` (records of one
+    environment whose gains the predictor never sees): each proposal is predicted from
+    the archive without its near-duplicate group (and, cross-env, without its environment)."""
+    predicted = [predictor(context_for(archive, p.env_id, p.group, cross_env), p.features) for p in proposals]
+    realized = [p.gain for p in proposals]
+    return regret_at_k(predicted, realized, k), ndcg_at_k(predicted, realized, k), predicted
+
+
+def selection_metrics(archive: Sequence[Record], env_id: str, cross_env: bool, draws: int, n: int = 16,
+                      k: int = 3, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Mean (Regret@k, NDCG@k) per predictor over ``draws`` seeded draws of ``n``
+    proposals from ``env_id``'s records (the same draws for every predictor: paired)."""
+
+    pool = [r for r in archive if r.env_id == env_id]
+    rng = random.Random(seed)
+    rounds = [rng.sample(pool, n) for _ in range(draws)]
+    out = {}
+    for name, predictor in PREDICTORS.items():
+        results = [selection_round(archive, proposals, predictor, cross_env, k)[:2] for proposals in rounds]
+        out[name] = (float(np.mean([r[0] for r in results])), float(np.mean([r[1] for r in results])))
+    return out
