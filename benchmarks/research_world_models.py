@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from statistics import fmean
 
 from suites.executors.subprocess import SubprocessExecutor
 from suites.lasso import Lasso
+from tasks.gate.stats import paired_bootstrap_ci
 from tasks.loops.research_world_models.archive import apply_knobs, interventions, records
 from tasks.loops.research_world_models.selection import selection_metrics
 
@@ -46,11 +48,19 @@ def main() -> None:
     print(f"\n{'setting':<10} {'env':<14} " + " ".join(f"{p + ' R@3':>10} {p + ' N@3':>10}"
                                                     for p in ("prior", "knn", "ridge")))
     for cross_env in (False, True):
+        setting = "cross" if cross_env else "same"
+        cut = {p: [] for p in ("knn", "ridge")}
         for env in envs:
             metrics = selection_metrics(archive, env, cross_env, args.draws, seed=args.seed)
-            cells = " ".join(f"{metrics[p][0]:10.3f} {metrics[p][1]:10.3f}" for p in ("prior", "knn", "ridge"))
-            print(f"{'cross' if cross_env else 'same':<10} {env:<14} {cells}")
-
+            means = {p: (fmean(metrics[p][0]), fmean(metrics[p][1])) for p in metrics}
+            cells = " ".join(f"{means[p][0]:10.3f} {means[p][1]:10.3f}" for p in ("prior", "knn", "ridge"))
+            print(f"{setting:<10} {env:<14} {cells}")
+            for p in cut:
+                cut[p].append(means[p][0] - means["prior"][0])
+        for p, diffs in cut.items():
+            low, high = paired_bootstrap_ci(diffs)
+            print(f"  {setting}: {p} - prior Regret@3 {fmean(diffs):+.3f} [{low:+.3f}, {high:+.3f}] "
+                  f"(95% CI over the {len(diffs)} environments)")
 
 if __name__ == "__main__":
     main()

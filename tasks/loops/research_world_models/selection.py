@@ -117,15 +117,14 @@ def selection_round(archive: Sequence[Record], proposals: Sequence[Record], pred
 
 
 def selection_metrics(archive: Sequence[Record], env_id: str, cross_env: bool, draws: int, n: int = 16,
-                      k: int = 3, seed: int = 0) -> dict[str, tuple[float, float]]:
-    """Mean (Regret@k, NDCG@k) per predictor over ``draws`` seeded draws of ``n``
+                      k: int = 3, seed: int = 0) -> dict[str, tuple[list[float], list[float]]]:
+    """Per predictor, (Regret@k, NDCG@k) of each of ``draws`` seeded draws of ``n``
     proposals from ``env_id``'s records (the same draws for every predictor: paired)."""
-
     pool = [r for r in archive if r.env_id == env_id]
     rng = random.Random(seed)
     rounds = [rng.sample(pool, n) for _ in range(draws)]
     out = {}
     for name, predictor in PREDICTORS.items():
         results = [selection_round(archive, proposals, predictor, cross_env, k)[:2] for proposals in rounds]
-        out[name] = (float(np.mean([r[0] for r in results])), float(np.mean([r[1] for r in results])))
+        out[name] = ([r[0] for r in results], [r[1] for r in results])
     return out

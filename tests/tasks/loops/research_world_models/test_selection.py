@@ -61,3 +61,15 @@ def test_context_holds_out_the_near_duplicate_group_and_cross_env_the_environmen
     assert [r.record_id for r in context_for(archive, "a", "g0", cross_env=False)] == ["r1"]
     assert [r.record_id for r in context_for(archive, "a", "g0", cross_env=True)] == ["r3"]
     assert [r.record_id for r in context_for(archive, "b", "g1", cross_env=False)] == ["r2", "r3"]
+
+
+def test_selection_metrics_pairs_the_draws_across_predictors():
+    from tasks.loops.research_world_models.selection import selection_metrics
+
+    # gain = feature: the ridge fit is exact, so it always picks the best; the prior picks the first 3 drawn
+    archive = [_record(i, "a", f"g{i}", [float(i)], float(i)) for i in range(6)]
+    metrics = selection_metrics(archive, "a", cross_env=False, draws=4, n=4, k=1, seed=0)
+    assert set(metrics) == {"prior", "knn", "ridge"}
+    assert metrics["ridge"][0] == pytest.approx([0.0] * 4)
+    assert all(len(metrics[p][0]) == 4 for p in metrics)
+    assert all(r >= 0 for r in metrics["prior"][0])
