@@ -25,6 +25,11 @@ REFERENCE_SHA256: dict[str, str] = {
     "codemidas/tasks.json": "9036b177587128185c02d367c7c0fd0fc90f461008399b58dfc40c8babf40729",
     "circle_packing/alphaevolve_constructions.json":
         "812c10af2f2e59d58c9da272d30d9a47612ed1e271ebc9352ff86656f7051597",
+    # scikit-learn 1.9.1's bundled datasets (sklearn/datasets/data), BSD-3-Clause
+    "lasso/breast_cancer.csv": "fed3eb72d0575ef6192293f5093c6e801b1476b577d0386bf4455504522172ed",
+    "lasso/diabetes_data_raw.csv.gz": "7fc0ded571454b1982210d3bb43f0aca44eae01a0b8654a3b24022bdb6b38009",
+    "lasso/diabetes_target.csv.gz": "8e53f65eb811df43c206f3534bb3af0e5fed213bc37ed6ba36310157d6023803",
+    "lasso/wine_data.csv": "10e8a802908b34f86e5da8ce962f3c806694bc98450a18f61851af59f324bede",
 }
 """The published sha256 of every reference file a suite reads (relative to REFERENCE_DIR)."""
 

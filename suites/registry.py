@@ -8,12 +8,14 @@ from suites.base import Suite
 from suites.bin_packing import BinPacking
 from suites.circle_packing import CirclePacking
 from suites.codemidas import CodeMidas
+from suites.lasso import Lasso
 from suites.spin import Spin
 from suites.toolsim import ToolSim
 
 SUITES: dict[str, type[Suite]] = {
     CirclePacking.name: CirclePacking,
     BinPacking.name: BinPacking,
+    Lasso.name: Lasso,
     ToolSim.name: ToolSim,
     Spin.name: Spin,
     CodeMidas.name: CodeMidas,

@@ -74,7 +74,7 @@ def test_resume_of_an_unknown_run_names_the_fix(tmp_path):
 def test_loops_and_suites_teach_what_runs_on_what():
     loops = runner.invoke(app, ["loops"])
     assert loops.exit_code == 0
-    assert "suites: circle_packing | bin_packing | spin" in loops.output
+    assert "suites: circle_packing | bin_packing | lasso | spin" in " ".join(loops.output.split())
     assert "--budget: optimizer steps (default 30)" in loops.output and "harness_bandit" in loops.output
     assert "(default 64)\n                 budget caps: --max-evaluations N, --max-llm-tokens N" in loops.output
     assert "--budget: optimizer steps (default 30)\n                 --set" in loops.output  # grpo checks no caps
@@ -83,6 +83,7 @@ def test_loops_and_suites_teach_what_runs_on_what():
     assert "bin_packing  (train 43, select 21, holdout 21)" in suites.output
     assert "toolsim  (train 64, select 24, holdout 24, protected 24, test 24)" in suites.output
     assert "2.6359830849" in suites.output
+    assert "lasso  (train 6, select 6, holdout 6)  loops: evolve" in suites.output
 
 
 def test_help_keeps_brackets():
