@@ -20,7 +20,7 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 from schemas.protocols import DataSenseConfig, HarnessOrModelConfig
-from schemas.search_loops import DreamRSIConfig, EvoAllocConfig
+from schemas.search_loops import DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas")
 _TRAINING = "optimizer steps"
@@ -176,10 +176,20 @@ class EvoAllocRun(RunConfig):
     evoalloc: EvoAllocConfig = EvoAllocConfig()
 
 
+class ResearchWorldModelsRun(RunConfig):
+    SPEC = LoopSpec(name="research_world_models", modifies="program",
+                    family="search", suites=("lasso",),
+                    paper="Research World Models: using past experiments to choose the next experiment",
+                    budget_counts="selection rounds (16 -> 3 per environment, setting and predictor)",
+                    default_budget=24)
+    loop: Literal["research_world_models"] = "research_world_models"
+    research_world_models: ResearchWorldModelsConfig = ResearchWorldModelsConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
-    DataSenseRun, DreamRSIRun, EvoAllocRun,
+    DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

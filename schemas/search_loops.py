@@ -63,3 +63,19 @@ class EvoAllocConfig(Config):
     """Children proposed per round (one sample, allocate, distill, gate per round)."""
     mutations_per_child: int = Field(2, ge=1, le=16)
     """The generator's AST edits per child (the `mutate` proposer)."""
+
+
+class ResearchWorldModelsConfig(Config):
+    """Parameters of `research_world_models` (Research World Models): an archive of real
+    lasso experiments (each intervention a knob setting of the seed solver, each dataset
+    of the train and select splits an environment), then predictors choose `choose` of
+    `proposals` per selection, the target's near-duplicate group never in their context."""
+
+    interventions: int = Field(24, ge=4, le=600)
+    """Knob settings executed for the archive (distinct, seeded, none the seed's)."""
+    proposals: int = Field(16, ge=2, le=600)
+    """Proposals per selection (the paper: 16)."""
+    choose: int = Field(3, ge=1, le=64)
+    """Proposals a predictor picks per selection (the paper: 3)."""
+    knn_k: int = Field(3, ge=1, le=64)
+    ridge_lambda: float = Field(1.0, gt=0.0, le=1e6)

@@ -66,3 +66,21 @@ def unpaired_bootstrap_ci(
              - b[rng.integers(0, b.size, size=(resamples, b.size))].mean(axis=1))
     tail = (1.0 - confidence) / 2.0
     return (float(np.quantile(diffs, tail)), float(np.quantile(diffs, 1.0 - tail)))
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rank correlation (average ranks for ties; nan when one side is constant)."""
+    ra, rb = _ranks(a), _ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    order = v.argsort(kind="stable")
+    ranks = np.empty(len(v))
+    ranks[order] = np.arange(1, len(v) + 1)
+    for value in np.unique(v):  # ties share their mean rank
+        ranks[v == value] = ranks[v == value].mean()
+    return ranks

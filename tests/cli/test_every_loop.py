@@ -3,7 +3,8 @@
 paired comparison), and answers in `ratchet sql`.
 evolve and aide2 have their own CLI tests (test_commands, test_resume, the demo); dream_rsi registers
 a policy, not a program with a holdout score (tests/flows/test_dream_rsi.py); evoalloc's default
-suite (bin_packing) scores below 0 (tests/flows/test_evoalloc.py runs it from the CLI)."""
+suite (bin_packing) scores below 0 (tests/flows/test_evoalloc.py runs it from the CLI), and so does
+research_world_models' lasso (tests/flows/test_research_world_models.py)."""
 
 import json
 
@@ -50,7 +51,8 @@ def store(prefect_server, tmp_path_factory):
 def test_the_table_covers_every_loop_without_its_own_cli_test():
     from flows import LOOPS
 
-    assert set(LOOPS) - {"evolve", "aide2", "dream_rsi", "evoalloc"} == set(LOOP_ARGS) | set(PROTOCOL_ARGS)
+    assert set(LOOPS) - {"evolve", "aide2", "dream_rsi", "evoalloc", "research_world_models"} == \
+        set(LOOP_ARGS) | set(PROTOCOL_ARGS)
 
 
 @pytest.mark.parametrize("loop", sorted(LOOP_ARGS))

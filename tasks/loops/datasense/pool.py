@@ -129,21 +129,3 @@ def check_submission(submission: Submission, rows: Sequence[Row], n_groups: int)
     if sorted(submission.predicted_rank) != list(range(1, n_groups + 1)):
         return f"predicted ranks must be a permutation of 1..{n_groups}"
     return None
-
-
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rank correlation (average ranks for ties; nan when one side is constant)."""
-    ra, rb = _ranks(a), _ranks(b)
-    if ra.std() == 0 or rb.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
-def _ranks(values: Sequence[float]) -> np.ndarray:
-    v = np.asarray(values, dtype=float)
-    order = v.argsort(kind="stable")
-    ranks = np.empty(len(v))
-    ranks[order] = np.arange(1, len(v) + 1)
-    for value in np.unique(v):  # ties share their mean rank
-        ranks[v == value] = ranks[v == value].mean()
-    return ranks

@@ -16,7 +16,8 @@ from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.stats import paired_bootstrap_ci
-from tasks.loops.datasense.pool import Submission, spearman
+from tasks.gate.stats import spearman
+from tasks.loops.datasense.pool import Submission
 from tasks.loops.datasense.stages import protocol_of
 from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
 from tasks.runtime.parts import once

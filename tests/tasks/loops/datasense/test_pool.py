@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from tasks.loops.datasense.pool import Row, Submission, build_pool, check_submission, equal_groups, select, spearman
+from tasks.gate.stats import spearman
+from tasks.loops.datasense.pool import Row, Submission, build_pool, check_submission, equal_groups, select
 from tasks.loops.datasense.verdict import judge
 
 SHARES = {"wrong_label": 0.2, "duplicate": 0.15, "off_task": 0.1}
