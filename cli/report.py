@@ -69,6 +69,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "dream"
             metric, (built, empty) = "replay cost", dream_build(con, run_id)
+        elif run["loop"] == "research_world_models":
+            from cli.report_rwm import rwm_build
+
+            family = "rwm"
+            metric, (built, empty) = "Regret@k", rwm_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -118,6 +123,10 @@ def draw(report: dict[str, Any]):
         from cli.report_dream import dream_caption, dream_figure
 
         return dream_figure(built), dream_caption(built)
+    if family == "rwm":
+        from cli.report_rwm import rwm_caption, rwm_figure
+
+        return rwm_figure(built), rwm_caption(built)
     if family == "nodes":
         figure = nodes_figure(built)
     elif family == "harness":

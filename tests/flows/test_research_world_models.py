@@ -92,3 +92,14 @@ def test_gate_rows_compare_with_the_prior_and_a_rerun_adds_nothing(finished):
     answered = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM distillates WHERE kind = 'rwm_selection'",
                                    "--store", store, "--format", "json"])
     assert json.loads(answered.stdout) == [{"n": 48}]
+
+
+def test_the_report_draws_regret_per_environment_and_the_gate(finished, tmp_path):
+    from cli.report import report_series, write_report
+
+    store, run_id = finished
+    series = report_series(store, run_id)
+    assert series["family"] == "rwm"
+    assert len(series["series"].metrics) == 2 * 4 * 3 and len(series["series"].gates) == 4
+    path = write_report(store, run_id, tmp_path / "rwm.png")
+    assert path.stat().st_size > 20_000
