@@ -49,7 +49,7 @@ def rwm_figure(series: RWMSeries) -> Figure:
 
 
 def draw_regret(ax: Axes, series: RWMSeries, setting: str) -> None:
-    ax.set_title(f"{setting}-environment experience: mean Regret@k per environment", fontsize=10)
+    ax.set_title(f"{setting}-env experience: mean Regret@k per env", fontsize=10)
     rows = [m for m in series.metrics if m["setting"] == setting]
     for env in sorted({m["env"] for m in rows}):
         values = [next((m["regret_at_k"] for m in rows if m["env"] == env and m["predictor"] == p), None)
@@ -62,7 +62,7 @@ def draw_regret(ax: Axes, series: RWMSeries, setting: str) -> None:
 
 
 def draw_gates(ax: Axes, series: RWMSeries) -> None:
-    ax.set_title("gate: Regret@k minus the prior's (95% CI over environments)", fontsize=10)
+    ax.set_title("gate: Δ Regret@k vs the prior (95% CI)", fontsize=10)
     labels = []
     for i, g in enumerate(sorted(series.gates, key=lambda g: (SETTINGS.index(g["setting"]), g["candidate_id"]))):
         color = "#2ca02c" if g["decision"] == "accept" else "#d62728"
@@ -71,7 +71,7 @@ def draw_gates(ax: Axes, series: RWMSeries) -> None:
         labels.append(f"{g['setting']}: {g['candidate_id'].split(':')[1]}")
     ax.axvline(0, color="#444444", lw=1)
     ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("Δ Regret@k (< 0: experience helps; green = accepted)")
+    ax.set_xlabel("Δ Regret@k (< 0 helps; green: accepted)")
     ax.grid(alpha=0.3)
 
 
