@@ -22,7 +22,7 @@ from schemas.post_training import (
 from schemas.protocols import DataSenseConfig, HarnessOrModelConfig
 from schemas.search_loops import DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
-_PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas")
+_PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas", "openevolve")
 _TRAINING = "optimizer steps"
 
 

@@ -9,6 +9,7 @@ from suites.bin_packing import BinPacking
 from suites.circle_packing import CirclePacking
 from suites.codemidas import CodeMidas
 from suites.lasso import Lasso
+from suites.openevolve import OpenEvolve
 from suites.spin import Spin
 from suites.toolsim import ToolSim
 
@@ -19,6 +20,7 @@ SUITES: dict[str, type[Suite]] = {
     ToolSim.name: ToolSim,
     Spin.name: Spin,
     CodeMidas.name: CodeMidas,
+    OpenEvolve.name: OpenEvolve,
 }
 
 

@@ -75,9 +75,12 @@ def _loads(text: str) -> object:
 def load_module(name: str, source: str) -> types.ModuleType:
     """Execute ``source`` as a fresh module named ``name`` (file ``name.py`` in
     tracebacks). It is registered in ``sys.modules`` because dataclasses and pickling
-    look their module up there; the caller removes it when that matters."""
+    look their module up there; the caller removes it when that matters. The source is
+    kept as ``__ratchet_source__`` (a runner that hands the program to another tool as a
+    file, e.g. an OpenEvolve evaluator, writes it from there)."""
     module = types.ModuleType(name)
     module.__file__ = f"{name}.py"
+    module.__ratchet_source__ = source
     sys.modules[name] = module
     exec(compile(source, f"{name}.py", "exec"), module.__dict__)
     return module

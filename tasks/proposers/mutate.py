@@ -10,7 +10,8 @@ One child is made as follows, all draws from the caller's ``random.Random``:
    site drawn uniformly from the sites of the tree as edited so far (a site may be drawn
    again, so e.g. two jitters of one constant compound). One operator per
    child keeps the child's ``operator`` exact, so the distiller can blame failures on it.
-3. Unparse with ``ast.unparse`` (comments and formatting of the parent are not kept).
+3. Unparse with ``ast.unparse`` (comments and formatting of the parent are not kept;
+   in a program with an EVOLVE-BLOCK only the block is parsed, edited and unparsed).
    A child identical to a parent, or one that does not parse, is discarded and steps
    1-3 are redrawn, up to ``MAX_DRAWS`` times; after one such crossover, crossover is
    dropped from the redraws (e.g. when B's only differing function is all of B, the
@@ -28,9 +29,11 @@ import ast
 import copy
 import functools
 import random
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from schemas.configs import MUTATION_OPERATORS, EvolveConfig
+from suites.blocks import join_block, split_block
 from tasks.proposers.ast_edits import MUTATIONS, Site
 from tasks.proposers.base import (
     FailureMemoryItem,
@@ -93,9 +96,22 @@ class MutationProposer:
         rng: random.Random,
         failure_memory: Sequence[FailureMemoryItem] = (),
     ) -> Proposal:
-        """A child of ``parents[0]``, or a crossover of ``parents[0]`` with ``parents[1]``."""
+        """A child of ``parents[0]``, or a crossover of ``parents[0]`` with ``parents[1]``.
+        A parent with an EVOLVE-BLOCK (``suites.blocks``) changes only inside it: the block
+        is mutated (crossed with the other parent's block, when it has one) and put back
+        between the markers, so the rest keeps its text and comments."""
         if not parents:
             raise ValueError("propose needs at least one parent; got none")
+        split = split_block(parents[0].source)
+        if split is None:
+            return self._propose(parents, rng, failure_memory)
+        inner = [replace(p, source=part[1]) for p in parents if (part := split_block(p.source)) is not None]
+        child = self._propose(inner, rng, failure_memory)
+        head, _, indent, tail = split
+        return replace(child, source=join_block(head, child.source, indent, tail))
+
+    def _propose(self, parents: Sequence[ParentInfo], rng: random.Random,
+                 failure_memory: Sequence[FailureMemoryItem]) -> Proposal:
         base = _parse(parents[0])
         donor = _parse(parents[1]) if len(parents) > 1 else None
         weights = operator_weights(self.config, failure_memory)

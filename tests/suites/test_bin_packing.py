@@ -220,7 +220,7 @@ def test_funsearch_or3_is_the_or_library_binpack3():
 def test_reference_data_is_package_data_and_needs_no_shared_folder():
     assert REFERENCE_DIR == Path(suites.data.__file__).parent / "reference"
     assert REFERENCE_DIR.is_dir() and "shared" not in REFERENCE_DIR.parts[-3:]
-    assert verify_all() == len(REFERENCE_SHA256) == 7
+    assert verify_all() == len(REFERENCE_SHA256) == 12
     assert BinPacking(datasets=["or1", "weibull5k"]).check_data() == 2
 
 
