@@ -16,7 +16,7 @@ from schemas.ids import derived_id, seed_for
 from schemas.rows import CandidateRow, DistillateRow
 from tasks.loops.research_world_models.archive import apply_knobs, interventions, records
 from tasks.loops.research_world_models.selection import Record, predict_knn, predict_prior, predict_ridge, \
-    selection_round
+    selection_round, top_k
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
@@ -119,7 +119,7 @@ def select_round(ref: RunRef, r: int, archive: list[Record]) -> list[dict]:
                 for name in PREDICTORS:
                     regret, ndcg, predicted = selection_round(archive, proposals, predictor(ref, name),
                                                               setting == "cross", s.choose)
-                    chosen = sorted(range(len(predicted)), key=lambda i: (-predicted[i], i))[: s.choose]
+                    chosen = top_k(predicted, s.choose)
                     body = {"round": r, "env": env, "setting": setting, "predictor": name,
                             "proposals": [p.record_id for p in proposals], "predicted": predicted,
                             "realized": [p.gain for p in proposals], "chosen": chosen, "regret": regret,

@@ -16,7 +16,7 @@ from schemas.ids import derived_id
 from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.stats import paired_bootstrap_ci, sign_test_p, spearman
 from tasks.loops.research_world_models.selection import Record
-from tasks.loops.research_world_models.stages import GATE, METRIC_KIND, PREDICTORS, SETTINGS
+from tasks.loops.research_world_models.stages import GATE, METRIC_KIND, PREDICTORS, SETTINGS, section
 from tasks.runtime.context import RunRef, run_config, run_suite
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -71,7 +71,7 @@ def judge(ref: RunRef, selections: list[dict]) -> list[dict]:
         run_id=ref.run_id, decision_id=derived_id(ref.run_id, GATE, c["setting"], c["predictor"]), round=-1,
         candidate_id=f"predictor:{c['predictor']}", gate=GATE, baseline_id="predictor:prior",
         decision="accept" if c["accept"] else "reject",
-        reason=(f"{c['setting']}-env Regret@{section_k(ref)} {c['regret']:.3f} vs the prior's {c['prior_regret']:.3f}: "
+        reason=(f"{c['setting']}-env Regret@{section(ref).choose} {c['regret']:.3f} vs the prior's {c['prior_regret']:.3f}: "
                 f"{c['delta']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] over {len(c['envs'])} environments"),
         improved_cases=[e for e, d in zip(c["envs"], c["diffs"]) if d < 0],
         regressed_cases=[e for e, d in zip(c["envs"], c["diffs"]) if d > 0], select_score=c["regret"],
@@ -79,10 +79,6 @@ def judge(ref: RunRef, selections: list[dict]) -> list[dict]:
         n_cases=len(c["envs"]), scorer_version=version, evidence_json=json.dumps(c, sort_keys=True))
         for c in found])
     return found
-
-
-def section_k(ref: RunRef) -> int:
-    return run_config(ref).research_world_models.choose
 
 
 @task(name="register", **STAGE_OPTIONS)
