@@ -9,6 +9,11 @@ is excluded (a warm-up run starts it); everything per round is included.
 
     .venv/bin/python benchmarks/overhead.py            # all three costs, one line each
     .venv/bin/python benchmarks/overhead.py --ms 10    # one
+    .venv/bin/python benchmarks/overhead.py --cold     # also without pre-started sandboxes
+
+``--cold`` adds, per cost, the same run with RATCHET_SANDBOX_PRESTART=0 (every batch
+starts its sandbox when it comes, as before suites/executors/warm.py), measured in the
+same run right before the default one.
 
 Targets (issue 12): at most 3.0x at 1 ms, 1.5x at 10 ms, 1.05x at 100 ms.
 """
@@ -68,20 +73,28 @@ def bare_loop(store_uri: str, run_id: str, ms: float, cases: int) -> tuple[float
     return time.perf_counter() - start, len(pairs)
 
 
-def measure(store_uri: str, ms: float, cases: int, budget: int) -> dict:
+def measure(store_uri: str, ms: float, cases: int, budget: int, prestart: bool = True) -> dict:
     """One line of the table: the platform run and the bare loop over its evaluations."""
-    run_id = f"overhead-{ms:g}ms".replace(".", "_")
-    wall, evaluations = platform_run(store_uri, ms, cases, budget, run_id)
+    from suites.executors import PRESTART_ENV
+    from suites.executors.warm import POOL
+
+    run_id = f"overhead-{ms:g}ms{'' if prestart else '-cold'}".replace(".", "_")
+    os.environ[PRESTART_ENV] = "1" if prestart else "0"
+    try:
+        wall, evaluations = platform_run(store_uri, ms, cases, budget, run_id)
+    finally:
+        os.environ.pop(PRESTART_ENV)
+        POOL.close()
     bare, bare_evaluations = bare_loop(store_uri, run_id, ms, cases)
     ratio = (wall / evaluations) / (bare / bare_evaluations)
     return {"ms": ms, "evaluations": evaluations, "platform_s": wall, "bare_s": bare, "ratio": ratio,
-            "target": TARGETS.get(ms)}
+            "target": TARGETS.get(ms) if prestart else None, "sandbox": "warm" if prestart else "cold"}
 
 
 def format_row(row: dict) -> str:
     target = row["target"]
     verdict = "" if target is None else ("ok" if row["ratio"] <= target else "MISSED")
-    return (f"{row['ms']:8g} {row['evaluations']:6d} {row['platform_s']:11.2f} {row['bare_s']:8.2f} "
+    return (f"{row['ms']:8g} {row['sandbox']:>7} {row['evaluations']:6d} {row['platform_s']:11.2f} {row['bare_s']:8.2f} "
             f"{row['ratio']:7.3f} {target or '-':>7} {verdict}").rstrip()
 
 
@@ -90,16 +103,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--ms", type=float, action="append", help="evaluation cost in ms (default: 1, 10 and 100)")
     parser.add_argument("--cases", type=int, default=40, help="cases per suite (3/4 are run per candidate)")
     parser.add_argument("--budget", type=int, default=16, help="children evaluated per measurement")
+    parser.add_argument("--cold", action="store_true", help="also measure each cost without pre-started sandboxes")
     args = parser.parse_args(argv)
     store_uri = tempfile.mkdtemp(prefix="ratchet-overhead-")
     prepare_environment(store_uri)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     platform_run(store_uri, 1.0, 8, 2, "warmup")
-    print(f"{'eval ms':>8} {'evals':>6} {'platform s':>11} {'bare s':>8} {'ratio':>7} {'target':>7}", flush=True)
+    print(f"{'eval ms':>8} {'sandbox':>7} {'evals':>6} {'platform s':>11} {'bare s':>8} {'ratio':>7} {'target':>7}",
+          flush=True)
     rows = []
     for ms in args.ms or sorted(TARGETS):
-        rows.append(measure(store_uri, ms, args.cases, args.budget))
-        print(format_row(rows[-1]), flush=True)
+        for prestart in (False, True) if args.cold else (True,):
+            rows.append(measure(store_uri, ms, args.cases, args.budget, prestart))
+            print(format_row(rows[-1]), flush=True)
     return rows
 
 

@@ -98,17 +98,18 @@ class DockerExecutor(SubprocessExecutor):
     def __init__(self, config: SandboxConfig = SandboxConfig(), *, tmp_root: str | None = None) -> None:
         self.config = config
         self.isolation = "docker"
+        self.prestart = False  # a container takes its whole request at launch
         self.tmp_root = os.path.realpath(tmp_root or tempfile.gettempdir())
         self.docker = docker_command()
         host = os.environ.get("DOCKER_HOST")
         self.engine_version = _engine_version(tuple(self.docker), host)
         self.image = _image(tuple(self.docker), host)
 
-    def _launch(self, sandbox_dir: str, request: dict, out: IO[bytes], err: IO[bytes]) -> Child:
+    def _launch(self, sandbox_dir: str, prelude: dict, request: dict | None, out: IO[bytes], err: IO[bytes]) -> Child:
         uid = sandbox_uid() or os.getuid()
         fifo = os.path.join(sandbox_dir, "results.fifo")
         os.mkfifo(fifo, 0o600)
-        request = {**request, "sys_path": [layout().site_packages], "drop_to": None}
+        request = {**prelude, **(request or {}), "sys_path": [layout().site_packages], "drop_to": None}
         write_sandbox_files(sandbox_dir, request)
         if os.geteuid() == 0:
             for path in (sandbox_dir, fifo, out.name, err.name):

@@ -2,14 +2,20 @@
 the in-process executor shares with it.
 
 Run as a script inside the sandbox (``python -s -S -P -B harness.py RESULTS [STDOUT
-STDERR]`` with the sandbox directory as cwd, holding ``request.json``). Before any candidate code exists in
-the process it applies the rlimits and, when started as root, drops to the sandbox uid.
-Then it loads the runner and the program, runs the cases in order, and writes one JSON
+STDERR]`` with the sandbox directory as cwd). It reads two JSON lines from stdin: the
+*prelude* (the runner, the rlimits of the sandbox config, sys.path, the uid to drop to),
+which the parent sends when it starts the child, and the *request* (the program, its
+entrypoint, the cases and the child's CPU backstop), which may come much later: a child
+can be started ahead of its batch and wait, warm, with the runner (and what it imports,
+numpy say) already loaded (``warm.py``). A container reads both from one
+``request.json`` instead. Before any candidate code exists in the process it applies the
+rlimits and, when started as root, drops to the sandbox uid; then it loads the runner,
+waits for the request, loads the program, runs the cases in order, and writes one JSON
 line per event to RESULTS, a pipe the parent reads as lines arrive, so the results of
 finished cases survive a later crash:
 
-    {"event": "ready"}                                   limits applied, uid dropped
-    {"event": "loaded"}                                  runner and program imported
+    {"event": "ready"}                                   request read, limits applied, uid dropped
+    {"event": "loaded"}                                  program imported (the runner was before)
     {"event": "load_failed", "status": ..., "error": ...}
     {"event": "result", "index": i, "case_id": ..., "status": ..., "error": ...,
      "wall_s": ..., "cpu_s": ..., "peak_rss_mb": ..., "output": <JSON>}
@@ -242,13 +248,21 @@ def load(
     runner_source: str, program_source: str, entrypoint: str, names: tuple[str, str] = ("runner", "candidate")
 ) -> tuple[Callable, Callable]:
     """The runner's ``run`` and the candidate's entrypoint, loaded as modules ``names``."""
-    run = getattr(load_module(names[0], runner_source), "run", None)
+    return load_runner(runner_source, names[0]), load_program(program_source, entrypoint, names[1])
+
+
+def load_runner(source: str, name: str = "runner") -> Callable:
+    run = getattr(load_module(name, source), "run", None)
     if not callable(run):
         raise AttributeError("the runner defines no function run(fn, payload)")
-    fn = getattr(load_module(names[1], program_source), entrypoint, None)
+    return run
+
+
+def load_program(source: str, entrypoint: str, name: str = "candidate") -> Callable:
+    fn = getattr(load_module(name, source), entrypoint, None)
     if not callable(fn):
         raise AttributeError(f"the program defines no function {entrypoint!r}")
-    return run, fn
+    return fn
 
 
 def _open_channels(argv: list[str]) -> int:
@@ -261,16 +275,56 @@ def _open_channels(argv: list[str]) -> int:
     return fd
 
 
+class _Lines:
+    """JSON documents, one per line, read from a descriptor as they arrive."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def next(self) -> Any:
+        """The next document; None at end of input (the parent dropped this child)."""
+        while b"\n" not in self.buffer:
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return _loads(line.decode("utf-8"))
+
+
+def _request_source() -> tuple[Any, Callable[[], Any]]:
+    """The prelude, and how to get the request: from ``request.json`` when the parent
+    wrote one (a container), else the next two lines of stdin."""
+    if os.path.exists("request.json"):
+        with open("request.json", encoding="utf-8") as handle:
+            whole = _loads(handle.read())
+        return whole, lambda: whole
+    lines = _Lines(0)
+    return lines.next(), lines.next
+
+
 def main(argv: list[str]) -> None:
     """Serve one request (see the module docstring and ``_open_channels``)."""
     fd = _open_channels(argv)
-    with open("request.json", encoding="utf-8") as handle:
-        request = _loads(handle.read())
-    _apply_limits(request["limits"], request["drop_to"])
-    sys.path.extend(request["sys_path"])
+    prelude, next_request = _request_source()
+    if prelude is None:
+        return
+    _apply_limits(prelude["limits"], prelude["drop_to"])
+    sys.path.extend(prelude["sys_path"])
+    try:
+        run, runner_error = load_runner(prelude["runner"]), None
+    except BaseException as exc:  # reported once the request came, as a load failure
+        run, runner_error = None, exc
+    request = next_request()
+    if request is None:
+        return
+    _apply_limits({"RLIMIT_CPU": request["cpu_limit"]}, None)
     _emit(fd, {"event": "ready"})
     try:
-        run, fn = load(request["runner"], request["program"], request["entrypoint"])
+        if runner_error is not None:
+            raise runner_error
+        fn = load_program(request["program"], request["entrypoint"])
     except BaseException as exc:
         status = "memory" if isinstance(exc, MemoryError) else "error"
         _emit(fd, {"event": "load_failed", "status": status, "error": describe_error(exc)})
@@ -278,7 +332,7 @@ def main(argv: list[str]) -> None:
     _emit(fd, {"event": "loaded"})
     harness_pid = os.getpid()
     for index, case in enumerate(request["cases"]):
-        record = run_case(run, fn, case["payload"], request["max_output_bytes"], BaseException, reset_peak=True)
+        record = run_case(run, fn, case["payload"], prelude["max_output_bytes"], BaseException, reset_peak=True)
         if os.getpid() != harness_pid:  # a fork of the candidate returned into the harness
             os._exit(0)
         output_json = record.pop("output_json")

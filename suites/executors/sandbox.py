@@ -291,14 +291,15 @@ def _bind(flag: str, path: str, created: set[str]) -> list[str]:
 
 
 def start(
-    plan: LaunchPlan, sandbox_dir: str, results_fd: int, stdout: IO[bytes], stderr: IO[bytes]
+    plan: LaunchPlan, sandbox_dir: str, results_fd: int, stdout: IO[bytes], stderr: IO[bytes],
+    stdin: int = subprocess.DEVNULL,
 ) -> subprocess.Popen:
     """Start the child as leader of a new session (so that its process group can be
-    killed) with the scrubbed environment."""
+    killed) with the scrubbed environment; ``stdin`` is where the harness reads its work."""
     try:
         return subprocess.Popen(
             plan.argv,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             cwd=sandbox_dir,

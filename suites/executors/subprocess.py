@@ -3,9 +3,12 @@
 One child evaluates all the cases of a call, so the interpreter and the candidate's
 imports are paid once per call, not once per case. Per child:
 
-- a fresh directory (cwd, HOME and TMPDIR) holding ``request.json`` (program, runner,
-  entrypoint, payloads, limits), a copy of ``harness.py`` and the candidate's
-  ``stdout.txt``/``stderr.txt``; deleted afterwards;
+- a fresh directory (cwd, HOME and TMPDIR) holding a copy of ``harness.py`` and the
+  candidate's ``stdout.txt``/``stderr.txt``; deleted afterwards. The harness reads what
+  to run from its stdin: the runner and the limits when it starts, the program,
+  entrypoint and payloads when its batch comes. With ``prestart`` (what the execute
+  stage asks for) the next batch's child is started while this one runs and waits warm,
+  runner loaded, for its request (``warm.py``);
 - a scrubbed environment and the isolation of ``sandbox.py`` (bwrap, unshare or
   none; reported in every result's ``extra["isolation"]``);
 - rlimits set by the harness before any candidate code runs: RLIMIT_AS = memory_mb,
@@ -73,8 +76,9 @@ from schemas.configs import SandboxConfig
 from suites.base import Case, CaseResult
 from suites.executors.base import Executor, SandboxError
 from suites.executors.cpu_clock import tree_cpu_s
-from suites.executors.sandbox import plan_launch, resolve_isolation, sandbox_uid, start, stop
+from suites.executors.sandbox import _has_exited, plan_launch, resolve_isolation, sandbox_uid, start, stop
 from suites.executors.transcript import Record, Transcript
+from suites.executors.warm import POOL, Started
 
 STARTUP_TIMEOUT_S = 30.0
 """Wall-clock time the harness may take to start (before any candidate code runs)."""
@@ -127,6 +131,11 @@ class Child:
     pidfd: int
     cpu_s: Callable[[], float]
     stop: Callable[[], None]
+    request_fd: int | None = None
+    """The write end of the harness's stdin, where its request goes (None: the request
+    went into the sandbox directory at launch, as for a container)."""
+    end_request: Callable[[], None] = lambda: None
+    """Close ``request_fd`` (once: its number may be reused right after)."""
 
 
 @dataclass(frozen=True)
@@ -144,16 +153,19 @@ class SubprocessExecutor(Executor):
 
     ``isolation`` forces a level (``bwrap``, ``unshare``, ``none``) instead of the
     strongest available one or $RATCHET_SANDBOX_ISOLATION; ``tmp_root`` is where the
-    per-child directories are made (default: the system temp dir)."""
+    per-child directories are made (default: the system temp dir); ``prestart`` keeps
+    a child for the next batch of the same runner started ahead (``warm.py``)."""
 
     name = "subprocess"
 
     def __init__(
-        self, config: SandboxConfig = SandboxConfig(), *, isolation: str | None = None, tmp_root: str | None = None
+        self, config: SandboxConfig = SandboxConfig(), *, isolation: str | None = None, tmp_root: str | None = None,
+        prestart: bool = False,
     ) -> None:
         self.config = config
         self.isolation = resolve_isolation(isolation)
         self.tmp_root = os.path.realpath(tmp_root or tempfile.gettempdir())
+        self.prestart = prestart
 
     def run(self, program: str, runner: str, entrypoint: str, cases: Sequence[Case]) -> list[CaseResult]:
         pending = list(cases)
@@ -164,34 +176,62 @@ class SubprocessExecutor(Executor):
 
     def _run_child(self, program: str, runner: str, entrypoint: str, cases: list[Case]) -> list[CaseResult]:
         """Evaluate ``cases`` in one fresh child: results for a prefix of them, at least one."""
-        sandbox_dir = tempfile.mkdtemp(prefix="ratchet-sbx-", dir=self.tmp_root)
+        request = self._request(program, entrypoint, cases)
+        started = self._warm(runner) or self._start(runner, request)
         try:
-            request = self._request(program, runner, entrypoint, cases)
-            out_path, err_path = os.path.join(sandbox_dir, "stdout.txt"), os.path.join(sandbox_dir, "stderr.txt")
-            with open(out_path, "w+b") as out, open(err_path, "w+b") as err:
-                transcript, ending = self._supervise(sandbox_dir, request, cases, out, err)
-                return self._results(cases, transcript, ending, out, err)
+            transcript, ending = self._supervise(started, request, cases, runner)
+            return self._results(cases, transcript, ending, started.out, started.err)
         finally:
-            _remove_tree(sandbox_dir, self.isolation)
+            started.release()
 
-    def _request(self, program: str, runner: str, entrypoint: str, cases: list[Case]) -> dict:
+    def _key(self, runner: str) -> tuple:
+        return (type(self).__name__, self.isolation, self.tmp_root, self.config.model_dump_json(), runner)
+
+    def _warm(self, runner: str) -> Started | None:
+        """The pre-started child for this runner, if one waits and is still alive."""
+        started = POOL.take(self._key(runner)) if self.prestart else None
+        if started is not None and _has_exited(started.child.pidfd):
+            started.release()
+            return None
+        return started
+
+    def _start(self, runner: str, request: dict | None) -> Started:
+        """A new child in a new directory, its prelude sent (and ``request``, when the
+        sandbox takes it only at launch)."""
+        sandbox_dir = tempfile.mkdtemp(prefix="ratchet-sbx-", dir=self.tmp_root)
+        out = err = None
+        try:
+            out = open(os.path.join(sandbox_dir, "stdout.txt"), "w+b")
+            err = open(os.path.join(sandbox_dir, "stderr.txt"), "w+b")
+            child = self._launch(sandbox_dir, self._prelude(runner), request, out, err)
+        except BaseException:
+            for handle in (out, err):
+                if handle is not None:
+                    handle.close()
+            _remove_tree(sandbox_dir, self.isolation)
+            raise
+        stop_once = _once(child.stop)
+        return Started(sandbox_dir, out, err, child, stop_once, _releaser(stop_once, out, err, sandbox_dir, self.isolation))
+
+    def _prelude(self, runner: str) -> dict:
+        """What a child needs before its batch: the runner and the config's limits."""
         config = self.config
-        cpu_s = self._cpu_backstop_s(len(cases))
         limits = {
             "RLIMIT_AS": [config.memory_mb * 1024 * 1024] * 2,
             "RLIMIT_NPROC": [config.max_processes] * 2,
             "RLIMIT_FSIZE": [config.max_output_bytes] * 2,
             "RLIMIT_NOFILE": [_NOFILE] * 2,
             "RLIMIT_CORE": [0, 0],
-            "RLIMIT_CPU": [cpu_s, cpu_s + 1],  # SIGXCPU first, SIGKILL a second later
         }
+        return {"runner": runner, "limits": limits, "max_output_bytes": config.max_output_bytes}
+
+    def _request(self, program: str, entrypoint: str, cases: list[Case]) -> dict:
+        cpu_s = self._cpu_backstop_s(len(cases))
         return {
             "program": program,
-            "runner": runner,
             "entrypoint": entrypoint,
             "cases": [{"case_id": case.case_id, "payload": case.payload} for case in cases],
-            "limits": limits,
-            "max_output_bytes": config.max_output_bytes,
+            "cpu_limit": [cpu_s, cpu_s + 1],  # RLIMIT_CPU: SIGXCPU first, SIGKILL a second later
         }
 
     def _cpu_backstop_s(self, n_cases: int) -> int:
@@ -208,35 +248,46 @@ class SubprocessExecutor(Executor):
         return _Limit(config.case_cpu_s, config.case_wall_s)
 
     def _supervise(
-        self, sandbox_dir: str, request: dict, cases: list[Case], out: IO[bytes], err: IO[bytes]
+        self, started: Started, request: dict, cases: list[Case], runner: str
     ) -> tuple[Transcript, _Ending]:
-        """Start the child, read its events until done, and kill what is left of it."""
-        child = self._launch(sandbox_dir, request, out, err)
-        transcript = Transcript(cases, self.config.max_output_bytes)
+        """Hand the child its request, read its events until done, and kill what is left
+        of it. With ``prestart``, the next batch's child starts once this one has its work."""
+        child, transcript = started.child, Transcript(cases, self.config.max_output_bytes)
         try:
+            if child.request_fd is not None:
+                _send_line(child.request_fd, _request_line(request))
+                child.end_request()
+            if self.prestart:
+                POOL.offer(self._key(runner), self._start(runner, None))
             cut = _watch(child.read_fd, child.pidfd, child.cpu_s, transcript, self._limit)
             ending_at = time.monotonic()
         finally:
-            child.stop()
+            started.stop()
         return transcript, _Ending(cut, child.proc.returncode, ending_at)
 
-    def _launch(self, sandbox_dir: str, request: dict, out: IO[bytes], err: IO[bytes]) -> Child:
-        """Write the sandbox files and start the harness under ``self.isolation``."""
+    def _launch(self, sandbox_dir: str, prelude: dict, request: dict | None, out: IO[bytes], err: IO[bytes]) -> Child:
+        """Write the harness and start it under ``self.isolation``, its prelude on its
+        stdin (the request follows there; ``request`` is for launchers that need it now)."""
         uid = sandbox_uid()
         read_fd, write_fd = os.pipe()
+        stdin_read, stdin_write = os.pipe()
         plan = plan_launch(self.isolation, sandbox_dir, write_fd)
         try:
-            write_sandbox_files(sandbox_dir, {**request, "sys_path": plan.sys_path, "drop_to": uid})
+            write_sandbox_files(sandbox_dir, None)
             if uid is not None:
                 os.chown(sandbox_dir, uid, uid)
-            proc = start(plan, sandbox_dir, write_fd, out, err)
+            proc = start(plan, sandbox_dir, write_fd, out, err, stdin=stdin_read)
         except BaseException:
             os.close(read_fd)
+            os.close(stdin_write)
             raise
         finally:
             plan.close()
             os.close(write_fd)
+            os.close(stdin_read)
         pidfd = os.pidfd_open(proc.pid)
+        _send_line(stdin_write, _request_line({**prelude, "sys_path": plan.sys_path, "drop_to": uid}))
+        end_request = _once(partial(os.close, stdin_write))
 
         def stop_child() -> None:
             try:
@@ -244,8 +295,9 @@ class SubprocessExecutor(Executor):
             finally:
                 os.close(pidfd)
                 os.close(read_fd)
+                end_request()
 
-        return Child(proc, read_fd, pidfd, partial(tree_cpu_s, proc.pid), stop_child)
+        return Child(proc, read_fd, pidfd, partial(tree_cpu_s, proc.pid), stop_child, stdin_write, end_request)
 
     def _results(
         self, cases: list[Case], transcript: Transcript, ending: _Ending, out: IO[bytes], err: IO[bytes]
@@ -395,12 +447,63 @@ def _harness_source() -> bytes:
     return (Path(__file__).parent / "harness.py").read_bytes()
 
 
-def write_sandbox_files(sandbox_dir: str, request: dict) -> None:
+def _request_line(document: dict) -> bytes:
     try:
-        text = json.dumps(request)
+        return (json.dumps(document) + "\n").encode()
     except (TypeError, ValueError) as exc:
         raise SandboxError(f"a case payload is not JSON-able, so it cannot enter the sandbox: {exc}") from exc
-    Path(sandbox_dir, "request.json").write_text(text, encoding="utf-8")
+
+
+def _send_line(fd: int, data: bytes) -> None:
+    """Write ``data`` to a child's stdin, waiting at most STARTUP_TIMEOUT_S for it to be
+    read. A child that died or stopped reading gets no more; its supervision then finds
+    that it never became ready."""
+    os.set_blocking(fd, False)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    view = memoryview(data)
+    while view:
+        if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
+            return
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            continue
+        except BrokenPipeError:
+            return
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    """``action``, run by the first call only."""
+    done: list[bool] = []
+
+    def once() -> None:
+        if not done:
+            done.append(True)
+            action()
+
+    return once
+
+
+def _releaser(stop_child: Callable[[], None], out: IO[bytes], err: IO[bytes], sandbox_dir: str,
+              isolation: str) -> Callable[[], None]:
+    """Kill the child (if not yet), close its files and remove its directory; once."""
+
+    def release() -> None:
+        try:
+            stop_child()
+        finally:
+            out.close()
+            err.close()
+            _remove_tree(sandbox_dir, isolation)
+
+    return _once(release)
+
+
+def write_sandbox_files(sandbox_dir: str, request: dict | None) -> None:
+    """The harness, and the whole request as ``request.json`` where the child reads it
+    from there (a container)."""
+    if request is not None:
+        Path(sandbox_dir, "request.json").write_text(_request_line(request).decode(), encoding="utf-8")
     Path(sandbox_dir, "harness.py").write_bytes(_harness_source())
 
 

@@ -27,8 +27,9 @@ from tasks.runtime.retry import STAGE_OPTIONS
 def evaluate_program(
     program: str, runner: str, entrypoint: str, cases: Sequence[Case], sandbox: SandboxConfig
 ) -> list[CaseResult]:
-    """Run one candidate on its cases. Module-level so Dask can ship it to workers."""
-    return make_executor(sandbox).run(program, runner, entrypoint, cases)
+    """Run one candidate on its cases. Module-level so Dask can ship it to workers. The
+    next candidate's sandbox starts while this one runs (``suites/executors/warm.py``)."""
+    return make_executor(sandbox, prestart=True).run(program, runner, entrypoint, cases)
 
 
 def execution_rows(

@@ -10,7 +10,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "overhead.py"
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-LINE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s+(\d+)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+(\d+\.\d{3})\s+(\S+)\s*(ok|MISSED)?$")
+LINE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s+(?:warm|cold)\s+(\d+)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+(\d+\.\d{3})\s+(\S+)\s*(ok|MISSED)?$")
 
 
 def test_the_targets_are_the_issues(bench):
@@ -31,3 +31,10 @@ def test_a_tiny_run_prints_one_sane_line_per_cost(bench, prefect_server, capsys)
         assert float(ratio) == pytest.approx(row["ratio"], abs=1e-3)
     assert (rows[0]["target"], lines[0].split()[-1] in ("ok", "MISSED")) == (3.0, True)
     assert rows[1]["target"] is None and lines[1].split()[-1] == "-"
+    assert {row["sandbox"] for row in rows} == {"warm"}
+
+
+def test_cold_measures_each_cost_also_without_prestarted_sandboxes(bench, prefect_server, capsys):
+    rows = bench.main(["--ms", "1", "--cases", "8", "--budget", "2", "--cold"])
+    assert [(row["ms"], row["sandbox"], row["target"]) for row in rows] == [(1.0, "cold", None), (1.0, "warm", 3.0)]
+    assert rows[0]["evaluations"] == rows[1]["evaluations"]  # the same search, the same evaluations

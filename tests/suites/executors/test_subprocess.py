@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from suites.base import Case
+from tests.suites.executors.processes import sandbox_processes
 
 REPO = Path(__file__).resolve().parents[3]
 RUNNER = "def run(fn, payload):\n    return fn(**payload)\n"
@@ -29,23 +30,6 @@ def program(source: str) -> str:
 
 def cases(*payloads: dict) -> list[Case]:
     return [Case(f"case-{index}", "train", payload) for index, payload in enumerate(payloads)]
-
-
-def sandbox_processes(root: str) -> list[int]:
-    """Live processes whose command line names ``root`` (bwrap, unshare, the harness and
-    every fork of it carry their sandbox directory in argv) or whose mounts do (inside a
-    container argv names /sandbox, but the bind's source is a directory under ``root``)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-                mounts = (entry / "mountinfo").read_bytes()
-            except OSError:  # exited while we looked
-                continue
-            if root.encode() in cmdline or os.path.basename(root).encode() in mounts:
-                found.append(int(entry.name))
-    return found
 
 
 def peak_rss_mb() -> float:

@@ -11,11 +11,11 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from suites.base import Case
+from tests.suites.executors.processes import sandbox_processes
 from suites.executors import cpu_clock
 
 RUNNER = "def run(fn, payload):\n    return fn(**payload)\n"
@@ -36,18 +36,6 @@ BURN = textwrap.dedent(
 
 def cases(*payloads: dict) -> list[Case]:
     return [Case(f"case-{index}", "train", payload) for index, payload in enumerate(payloads)]
-
-
-def sandbox_processes(root: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if root.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def test_an_infinite_cpu_loop_is_cut_by_the_cpu_limit(sandboxed, sandbox_root):
