@@ -41,7 +41,8 @@ from suites.executors.base import SandboxError
 from suites.executors.cpu_clock import ContainerClock
 from suites.executors.docker_image import SANDBOX_DIR, ensure_image, layout
 from suites.executors.sandbox import PYTHON_FLAGS, sandbox_uid, scrubbed_env
-from suites.executors.subprocess import Child, SubprocessExecutor, write_sandbox_files
+from suites.executors.channel import write_sandbox_files
+from suites.executors.subprocess import Child, SubprocessExecutor
 
 TMPFS_MB = 64
 """Size of the container's /tmp (a tmpfs in its memory, so counted in --memory)."""

@@ -58,66 +58,29 @@ max_output_bytes) within its time; bubblewrap 0.8 has no size option for a tmpfs
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import select
-import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import cache, partial
-from pathlib import Path
-from typing import IO, Callable, Literal, Sequence
+from functools import partial
+from typing import IO, Callable, Sequence
 
 from schemas.configs import SandboxConfig
 from suites.base import Case, CaseResult
 from suites.executors.base import Executor, SandboxError
+from suites.executors.channel import STARTUP_TIMEOUT_S, once, releaser, remove_tree, request_line, send_line, write_sandbox_files
 from suites.executors.cpu_clock import tree_cpu_s
 from suites.executors.sandbox import _has_exited, plan_launch, resolve_isolation, sandbox_uid, start, stop
+from suites.executors.steps import Cut, Limit, watch
 from suites.executors.transcript import Record, Transcript
 from suites.executors.warm import POOL, Started
 
-STARTUP_TIMEOUT_S = 30.0
-"""Wall-clock time the harness may take to start (before any candidate code runs)."""
-_MIN_POLL_S = 0.01
-_CPUS = os.cpu_count() or 1
 _NOFILE = 256
 _STDERR_TAIL_BYTES = 4096
-_READ_BYTES = 1 << 20
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
-
-
-@dataclass(frozen=True)
-class _Limit:
-    """One step's allowance, counted from the event that began it: CPU seconds of the
-    sandbox's process tree (None: not limited) and a wall-clock backstop."""
-
-    cpu_s: float | None
-    wall_s: float
-
-
-@dataclass(frozen=True)
-class _Cut:
-    """Why the parent killed a child: the limit (``clock``, ``limit_s``) its step
-    exceeded, and the CPU and wall time the step had used."""
-
-    clock: Literal["cpu", "wall"]
-    limit_s: float
-    cpu_s: float | None
-    wall_s: float
-
-    @property
-    def reason(self) -> str:
-        if self.clock == "cpu":
-            return (
-                f"exceeded the CPU-time limit of {self.limit_s:g} s (used {self.cpu_s:.2f} s of CPU in "
-                f"{self.wall_s:.2f} s of wall clock); the sandbox was killed"
-            )
-        used = "" if self.cpu_s is None else f"; used {self.cpu_s:.2f} s of CPU"
-        return f"exceeded the wall-clock limit of {self.limit_s:g} s (backstop{used}); the sandbox was killed"
 
 
 @dataclass(frozen=True)
@@ -143,7 +106,7 @@ class _Ending:
     """How a child's run ended: killed past a limit (``cut``) or not, its exit status,
     and when we stopped watching it."""
 
-    cut: _Cut | None
+    cut: Cut | None
     returncode: int
     at: float
 
@@ -177,7 +140,15 @@ class SubprocessExecutor(Executor):
     def _run_child(self, program: str, runner: str, entrypoint: str, cases: list[Case]) -> list[CaseResult]:
         """Evaluate ``cases`` in one fresh child: results for a prefix of them, at least one."""
         request = self._request(program, entrypoint, cases)
-        started = self._warm(runner) or self._start(runner, request)
+        warm = self._warm(runner)
+        if warm is not None:
+            try:
+                return self._run_started(warm, request, cases, runner)
+            except SandboxError:  # it died while it waited (it never became ready): once more, fresh
+                pass
+        return self._run_started(self._start(runner, request), request, cases, runner)
+
+    def _run_started(self, started: Started, request: dict, cases: list[Case], runner: str) -> list[CaseResult]:
         try:
             transcript, ending = self._supervise(started, request, cases, runner)
             return self._results(cases, transcript, ending, started.out, started.err)
@@ -208,10 +179,10 @@ class SubprocessExecutor(Executor):
             for handle in (out, err):
                 if handle is not None:
                     handle.close()
-            _remove_tree(sandbox_dir, self.isolation)
+            remove_tree(sandbox_dir, self.isolation)
             raise
-        stop_once = _once(child.stop)
-        return Started(sandbox_dir, out, err, child, stop_once, _releaser(stop_once, out, err, sandbox_dir, self.isolation))
+        stop_once = once(child.stop)
+        return Started(sandbox_dir, out, err, child, stop_once, releaser(stop_once, out, err, sandbox_dir, self.isolation))
 
     def _prelude(self, runner: str) -> dict:
         """What a child needs before its batch: the runner and the config's limits."""
@@ -238,14 +209,14 @@ class SubprocessExecutor(Executor):
         """RLIMIT_CPU of a child: what the parent's limits allow it in all, and more."""
         return math.ceil(self.config.load_limit_s + self.config.case_cpu_s * n_cases) + 2
 
-    def _limit(self, transcript: Transcript) -> _Limit:
+    def _limit(self, transcript: Transcript) -> Limit:
         """The allowance of the step the child is in (see the module docstring)."""
         config = self.config
         if not transcript.ready:
-            return _Limit(None, STARTUP_TIMEOUT_S)
+            return Limit(None, STARTUP_TIMEOUT_S)
         if not transcript.loaded:
-            return _Limit(config.load_limit_s, config.wall_factor * config.load_limit_s)
-        return _Limit(config.case_cpu_s, config.case_wall_s)
+            return Limit(config.load_limit_s, config.wall_factor * config.load_limit_s)
+        return Limit(config.case_cpu_s, config.case_wall_s)
 
     def _supervise(
         self, started: Started, request: dict, cases: list[Case], runner: str
@@ -255,11 +226,11 @@ class SubprocessExecutor(Executor):
         child, transcript = started.child, Transcript(cases, self.config.max_output_bytes)
         try:
             if child.request_fd is not None:
-                _send_line(child.request_fd, _request_line(request))
+                send_line(child.request_fd, request_line(request))
                 child.end_request()
             if self.prestart:
                 POOL.offer(self._key(runner), self._start(runner, None))
-            cut = _watch(child.read_fd, child.pidfd, child.cpu_s, transcript, self._limit)
+            cut = watch(child.read_fd, child.pidfd, child.cpu_s, transcript, self._limit)
             ending_at = time.monotonic()
         finally:
             started.stop()
@@ -286,8 +257,8 @@ class SubprocessExecutor(Executor):
             os.close(write_fd)
             os.close(stdin_read)
         pidfd = os.pidfd_open(proc.pid)
-        _send_line(stdin_write, _request_line({**prelude, "sys_path": plan.sys_path, "drop_to": uid}))
-        end_request = _once(partial(os.close, stdin_write))
+        send_line(stdin_write, request_line({**prelude, "sys_path": plan.sys_path, "drop_to": uid}))
+        end_request = once(partial(os.close, stdin_write))
 
         def stop_child() -> None:
             try:
@@ -353,69 +324,6 @@ class SubprocessExecutor(Executor):
         return status, f"the sandbox process {how} before the case returned (os._exit, a crash or a kill){stderr}"
 
 
-def _watch(
-    read_fd: int, pidfd: int, cpu_of: Callable[[], float], transcript: Transcript, limit_of: Callable[[Transcript], _Limit]
-) -> _Cut | None:
-    """Read events until every case has its outcome, the child ends (then None), or the
-    current step exceeds a limit (then the cut). Each accepted event (ready, loaded, a
-    result) begins the next step, with the allowance ``limit_of`` gives it."""
-    os.set_blocking(read_fd, False)
-    step = _Step(cpu_of, limit_of(transcript))
-    watched = [read_fd, pidfd]
-    while not transcript.complete:
-        cut, wait = step.check()
-        if cut is not None:
-            return cut
-        readable = select.select(watched, [], [], wait)[0]
-        if read_fd in readable:
-            try:
-                chunk = os.read(read_fd, _READ_BYTES)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                watched = [pidfd]  # every writer closed the pipe; wait for the child to end
-            elif transcript.feed(chunk) and not transcript.complete:
-                step = _Step(cpu_of, limit_of(transcript))
-        elif pidfd in readable:
-            return None
-    return None
-
-
-class _Step:
-    """The clocks of one step: wall time since it began and, when its limit has one,
-    the CPU time the sandbox's process tree used since then."""
-
-    def __init__(self, cpu_of: Callable[[], float], limit: _Limit) -> None:
-        self.cpu_of = cpu_of
-        self.limit = limit
-        self.started = time.monotonic()
-        self.cpu_start = 0.0 if limit.cpu_s is None else cpu_of()
-        self.cpu_used = 0.0
-        self.poll_at = self.started + self._poll_interval()
-
-    def _poll_interval(self) -> float:
-        """Time before the tree could possibly reach the CPU limit (all cores busy)."""
-        if self.limit.cpu_s is None:
-            return math.inf
-        return max((self.limit.cpu_s - self.cpu_used) / _CPUS, _MIN_POLL_S)
-
-    def check(self) -> tuple[_Cut | None, float]:
-        """The cut when a limit is exceeded, else None and how long to wait before the
-        next check (a limit could be reached then at the earliest)."""
-        now = time.monotonic()
-        wall = now - self.started
-        limit = self.limit
-        if now >= self.poll_at:
-            self.cpu_used = max(0.0, self.cpu_of() - self.cpu_start)
-            if limit.cpu_s is not None and self.cpu_used >= limit.cpu_s:
-                return _Cut("cpu", limit.cpu_s, self.cpu_used, wall), 0.0
-            self.poll_at = now + self._poll_interval()
-        if wall >= limit.wall_s:
-            cpu = None if limit.cpu_s is None else max(0.0, self.cpu_of() - self.cpu_start)
-            return _Cut("wall", limit.wall_s, cpu, wall), 0.0
-        return None, min(limit.wall_s - wall, self.poll_at - now)
-
-
 def _case_result(case: Case, record: Record, extra: dict) -> CaseResult:
     return CaseResult(
         case_id=case.case_id,
@@ -440,85 +348,6 @@ def _within_limit(result: CaseResult, limit_s: float | None) -> CaseResult:
              "harness's clock; it returned before the parent's next check)")
     return CaseResult(result.case_id, "timeout", error=error, wall_s=result.wall_s, cpu_s=result.cpu_s,
                       peak_rss_mb=result.peak_rss_mb, extra=result.extra)
-
-
-@cache
-def _harness_source() -> bytes:
-    return (Path(__file__).parent / "harness.py").read_bytes()
-
-
-def _request_line(document: dict) -> bytes:
-    try:
-        return (json.dumps(document) + "\n").encode()
-    except (TypeError, ValueError) as exc:
-        raise SandboxError(f"a case payload is not JSON-able, so it cannot enter the sandbox: {exc}") from exc
-
-
-def _send_line(fd: int, data: bytes) -> None:
-    """Write ``data`` to a child's stdin, waiting at most STARTUP_TIMEOUT_S for it to be
-    read. A child that died or stopped reading gets no more; its supervision then finds
-    that it never became ready."""
-    os.set_blocking(fd, False)
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    view = memoryview(data)
-    while view:
-        if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
-            return
-        try:
-            view = view[os.write(fd, view):]
-        except BlockingIOError:
-            continue
-        except BrokenPipeError:
-            return
-
-
-def _once(action: Callable[[], None]) -> Callable[[], None]:
-    """``action``, run by the first call only."""
-    done: list[bool] = []
-
-    def once() -> None:
-        if not done:
-            done.append(True)
-            action()
-
-    return once
-
-
-def _releaser(stop_child: Callable[[], None], out: IO[bytes], err: IO[bytes], sandbox_dir: str,
-              isolation: str) -> Callable[[], None]:
-    """Kill the child (if not yet), close its files and remove its directory; once."""
-
-    def release() -> None:
-        try:
-            stop_child()
-        finally:
-            out.close()
-            err.close()
-            _remove_tree(sandbox_dir, isolation)
-
-    return _once(release)
-
-
-def write_sandbox_files(sandbox_dir: str, request: dict | None) -> None:
-    """The harness, and the whole request as ``request.json`` where the child reads it
-    from there (a container)."""
-    if request is not None:
-        Path(sandbox_dir, "request.json").write_text(_request_line(request).decode(), encoding="utf-8")
-    Path(sandbox_dir, "harness.py").write_bytes(_harness_source())
-
-
-def _remove_tree(path: str, isolation: str) -> None:
-    """Delete a sandbox directory. Without root, the candidate ran as our uid and may
-    have taken the permissions off its directories, so they are given back first
-    (symlinks skipped: chmod would follow them out). Under isolation none a setsid()
-    escapee may still be writing here, so what it leaves is not an error."""
-    if os.geteuid() != 0:
-        os.chmod(path, 0o700)
-        for root, dirs, _ in os.walk(path):
-            for name in dirs:
-                if not os.path.islink(os.path.join(root, name)):
-                    os.chmod(os.path.join(root, name), 0o700)
-    shutil.rmtree(path, ignore_errors=isolation == "none")
 
 
 def _tail(handle: IO[bytes]) -> str:
