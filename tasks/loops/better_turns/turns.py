@@ -13,7 +13,7 @@ Per turn (gold history, the paper's L1–L3):
 - L1 ``similarity``: token F1 between the rendered predicted and reference turns;
 - L2 ``judge_ok``: a rule-based judge (the paper's LM judge): same action as the
   reference, every ``$name`` bound and the arguments valid for the tool; for a text
-  turn also at least half the reference's words (F1 ≥ 0.5);
+  turn also at least half the reference's words (token F1 ≥ 0.5 of the text arguments);
 - L3 ``exact``: the same action with exactly the same resolved arguments.
 
 ``kind`` is "text" for customer-facing text turns (``send_message``, ``create_ticket``:
@@ -147,4 +147,9 @@ def judge_ok(pred: Action, ref: Action, variables: Mapping[str, Any]) -> bool:
             validate_args(pred.name, args)
         except ToolError:
             return False
-    return turn_kind(ref) == "tool" or token_f1(render(pred, variables), render(ref, variables)) >= 0.5
+    return turn_kind(ref) == "tool" or token_f1(_words(args), _words(bound_args(ref, variables))) >= 0.5
+
+
+def _words(args: Mapping[str, Any]) -> str:
+    """What a customer reads of a call: its text arguments (ids left out)."""
+    return " ".join(v for k, v in sorted(args.items()) if isinstance(v, str) and not k.endswith("_id"))
