@@ -3,7 +3,7 @@ completion, before and after SFT (Better Turns).
 
 The agents under test are behaviour-cloned policies over toolsim turns
 (tasks/loops/better_turns/policy.py); the reference is toolsim's scripted agent under a
-harness that serves every request (reference.yaml). Nothing evolves: the protocol measures.
+harness that serves every request (reference.json). Nothing evolves: the protocol measures.
 
     sample:   the scripted reference agent on every conversation: the gold histories
     for model m = 0 .. budget-1:                (one init and shuffle seed each)

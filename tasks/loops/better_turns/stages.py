@@ -10,6 +10,7 @@ run's, part ``closed``/``m<k>-<ckpt>``), ``candidates`` (the checkpoints: the pa
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from importlib import resources
 
@@ -38,8 +39,8 @@ def protocol_of(ref: RunRef) -> BetterTurnsRun:
 
 
 def reference_harness():
-    """The scripted reference agent's harness (``reference.yaml``)."""
-    return load_harness((resources.files(__package__) / "reference.yaml").read_text())
+    """The scripted reference agent's harness (``reference.json``)."""
+    return load_harness(json.loads((resources.files(__package__) / "reference.json").read_text())["document"])
 
 
 def model_name(index: int) -> str:

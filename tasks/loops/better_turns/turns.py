@@ -2,7 +2,7 @@
 
 A *turn* is one decision of the agent: a tool call, a wait, a pick (the agent choosing an
 element of a listing), or ``stop`` (ending the conversation). The reference history is a
-trajectory of toolsim's scripted agent (``reference.yaml``); a policy sees a turn's
+trajectory of toolsim's scripted agent (``reference.json``); a policy sees a turn's
 context (``State.features``) and names an ``Action`` whose arguments are delexicalised:
 ``$name`` where a value equals a variable the conversation holds (the request's fields,
 merged tool results, the picked element), so what is learnt on one conversation

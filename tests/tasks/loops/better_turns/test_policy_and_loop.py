@@ -70,3 +70,8 @@ def test_an_id_no_result_gave_is_not_grounded():
     assert ids_grounded([found, uses], {"order_id": "o1"})
     assert not ids_grounded([found, invented], {"order_id": "o1"})
     assert not ids_grounded([found], {})
+
+
+def test_the_reference_agent_serves_every_request_so_every_gold_history_completes():
+    harness = reference_harness()
+    assert all(run_episode(c.payload, harness).evaluation.success for c in ToolSim().cases())
