@@ -45,7 +45,8 @@ def model_rows(decisions: list, closed: list) -> list[dict]:
                     "text_ok": _share([float(r.judge_ok) for r in kind["text"]]),
                     "tool_ok": _share([float(r.judge_ok) for r in kind["tool"]]),
                     "strict": _share([float(r.tool_exact) for r in kind["tool"]]),
-                    "sim_text": _share([r.sim for r in kind["text"]]), "sim_tool": _share([r.sim for r in kind["tool"]]),
+                    "sim_text": _share([r.sim for r in kind["text"]]),
+                    "sim_tool": _share([r.sim for r in kind["tool"]]),
                     "completed": sum(r.completed for r in runs),
                     "holistic": sum(r.goal_ok and r.policy_ok and r.tool_use_ok for r in runs), "n": len(runs)})
     for ckpt in ("base", "sft"):

@@ -21,8 +21,10 @@ def closed(model, ckpt, conv, completed, goal):
 
 
 def test_model_rows_pool_turns_per_model_and_average_over_models(bench):
-    decisions = [decision("m0", "sft", "c1", "text", True, True, 1.0), decision("m0", "sft", "c1", "tool", True, False, 0.5),
-                 decision("m0", "sft", "c2", "tool", False, False, 0.0), decision("m1", "sft", "c1", "tool", True, True, 1.0)]
+    decisions = [decision("m0", "sft", "c1", "text", True, True, 1.0),
+                 decision("m0", "sft", "c1", "tool", True, False, 0.5),
+                 decision("m0", "sft", "c2", "tool", False, False, 0.0),
+                 decision("m1", "sft", "c1", "tool", True, True, 1.0)]
     runs = [closed("m0", "sft", "c1", True, True), closed("m0", "sft", "c2", False, True),
             closed("m1", "sft", "c1", False, False), closed("m1", "sft", "c2", False, False)]
     rows = {(r["model"], r["ckpt"]): r for r in bench.model_rows(decisions, runs)}

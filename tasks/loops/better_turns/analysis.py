@@ -112,6 +112,9 @@ class Disagreement:
     high_sim_incomplete: list[str]
     """``model/conv_id`` whose mean L1 similarity is at least ``high_sim`` yet did not complete."""
     high_sim_runs: int
+    other_paths: list[str]
+    """``model/conv_id`` that succeeded holistically (L5) without the reference's calls:
+    the valid alternative paths exact-match completion undercounts (the paper's caveat)."""
     n_cases: int
 
 
@@ -130,11 +133,13 @@ def disagreement(ckpt: str, decisions: Sequence[DecisionRow], closed: Sequence[C
     completed = _by_case(keys, done)
     cases, diffs = paired_differences(exact, completed)
     high = [(f"{m}/{c}", d) for (m, c), s, d in zip(keys, sim, done) if s >= high_sim]
+    holistic = LOOP_LAYERS["L5_holistic"]
+    other = [f"{m}/{c}" for m, c in keys if holistic(runs[(m, c)]) and not runs[(m, c)].completed]
     return Disagreement(ckpt, _mean(exact.values()), _mean(completed.values()), _mean(diffs),
                         paired_bootstrap_ci(diffs, resamples=resamples, seed=seed),
                         spearman(sim, done) if len(keys) > 1 else math.nan,
-                        [name for name, d in high if not d],
-                        len(high), len(cases))
+                        [name for name, d in high if not d], len(high),
+                        other, len(cases))
 
 
 def _by_case(keys: Sequence[tuple[str, str]], values: Sequence[float]) -> dict[str, float]:

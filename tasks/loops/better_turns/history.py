@@ -108,7 +108,8 @@ def reference_turns(template: str, request: Mapping[str, Any], steps: Sequence[M
     """Every decision of a reference trajectory, then its ``stop``."""
     state, turns = State.start(template, request), []
     for index, step in enumerate(steps):
-        turns.append(Turn(index, tuple(state.features()), state.action_of(step), json.loads(json.dumps(state.variables))))
+        snapshot = json.loads(json.dumps(state.variables))
+        turns.append(Turn(index, tuple(state.features()), state.action_of(step), snapshot))
         state.advance(step)
     turns.append(Turn(len(steps), tuple(state.features()), Action(STOP, STOP), json.loads(json.dumps(state.variables))))
     return turns

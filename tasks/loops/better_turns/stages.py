@@ -126,7 +126,8 @@ def _candidate(ref: RunRef, blob: str, parents: list[str], ckpt: str, summary: s
 
 def _write_losses(ref: RunRef, key: str, losses: dict[str, tuple[list[float], int]]) -> None:
     rows = [TrainStepRow(run_id=ref.run_id, candidate_id=cid, step=epoch + 1, loss=loss, metrics={}, tokens=0,
-                         samples=n, wall_s=0.0) for cid, (values, n) in losses.items() for epoch, loss in enumerate(values)]
+                         samples=n, wall_s=0.0)
+            for cid, (values, n) in losses.items() for epoch, loss in enumerate(values)]
     store = store_for(ref.store_uri)
     if not store.has_part("train_steps", ref.run_id, "train", key):
         store.write_part("train_steps", ref.run_id, "train", key, rows)

@@ -63,7 +63,8 @@ def _disagreement_reason(found: Disagreement, high_sim: float) -> str:
             f"{found.completion:.3f}, gap {found.gap:+.3f} 95% CI [{found.gap_ci[0]:+.3f}, {found.gap_ci[1]:+.3f}] "
             f"over {found.n_cases} conversations; Spearman(mean L1 similarity, completed) "
             f"{found.rank_agreement:+.3f}; {len(found.high_sim_incomplete)} of {found.high_sim_runs} runs with mean "
-            f"similarity >= {high_sim:.2f} did not complete")
+            f"similarity >= {high_sim:.2f} did not complete; {len(found.other_paths)} runs succeeded holistically "
+            f"without the reference's calls (paths exact match undercounts)")
 
 
 def _row(ref: RunRef, candidate_id: str, baseline_id: str | None, gate: str, delta: float,

@@ -47,9 +47,11 @@ def test_turn_layers_split_text_from_tool_turns_and_one_model_has_no_floor():
 def test_disagreement_finds_similar_turns_that_do_not_complete():
     rows = [decision("m0", "sft", "c1", 0, 0.95, True), decision("m0", "sft", "c1", 1, 0.95, False),
             decision("m0", "sft", "c2", 0, 0.5, False), decision("m0", "sft", "c3", 0, 1.0, True)]
-    runs = [closed("m0", "sft", "c1", False), closed("m0", "sft", "c2", False), closed("m0", "sft", "c3", True)]
+    runs = [closed("m0", "sft", "c1", False), closed("m0", "sft", "c2", False, goal=False),
+            closed("m0", "sft", "c3", True)]
     found = disagreement("sft", rows, runs, high_sim=0.9, resamples=200, seed=0)
     assert found.high_sim_incomplete == ["m0/c1"] and found.high_sim_runs == 2
+    assert found.other_paths == ["m0/c1"]  # reached the goal harmlessly without the reference's calls
     # exact-turn share per conversation 0.5, 0, 1 against completion 0, 0, 1
     assert found.turn_success == pytest.approx(0.5) and found.completion == pytest.approx(1 / 3)
     assert found.gap == pytest.approx(1 / 6)
