@@ -71,11 +71,14 @@ def resolve(value: Any, variables: Mapping[str, Any]) -> Any:
 
 def delexicalise(name: str, value: Any, variables: Mapping[str, Any]) -> Any:
     """``value`` of argument ``name`` with variable values replaced by ``$variable``: a
-    whole value by the variable of the same name first, then by any variable equal to it
-    (numbers only by ``name`` or ``next_<name>``: a page number is not a quantity), and
-    inside a text every string variable's value (longest first)."""
-    if isinstance(value, dict):
-        return {k: delexicalise(k, v, variables) for k, v in value.items()}
+    whole value (a mapping or a list too) by the variable of the same name first, then by
+    any variable equal to it (numbers only by ``name`` or ``next_<name>``: a page number
+    is not a quantity), and inside a text every string variable's value (longest first)."""
+    if isinstance(value, (dict, list)):
+        equal = sorted(k for k, v in variables.items() if isinstance(v, type(value)) and v == value)
+        if equal:
+            return f"${name}" if name in equal else f"${equal[0]}"
+        return {k: delexicalise(k, v, variables) for k, v in value.items()} if isinstance(value, dict) else value
     scalar = {k: v for k, v in variables.items() if isinstance(v, (str, int)) and not isinstance(v, bool)}
     if isinstance(value, int) and not isinstance(value, bool):
         return next((f"${k}" for k in (name, f"next_{name}") if scalar.get(k) == value), value)

@@ -34,6 +34,9 @@ def test_values_become_variables_and_come_back():
     assert resolve(text, VARS) == "Your order o0027 is shipped."
     with pytest.raises(KeyError):
         resolve("$missing", VARS)
+    old, new = {"street": "1 Elm St", "zip": "11111"}, {"street": "2 Oak Ave", "zip": "22222"}
+    assert delexicalise("address", new, {"address": old, "new_address": new}) == "$new_address"  # a whole mapping
+    assert delexicalise("address", {"street": "9 Way", "zip": "u01"}, VARS) == {"street": "9 Way", "zip": "$user_id"}
 
 
 def test_exact_and_judge_tell_a_wrong_argument_from_a_wrong_tool():
