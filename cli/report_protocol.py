@@ -3,6 +3,8 @@
 - harness_or_model: the paired b − a of each count with its task-bootstrap 95% CI, each
   arm's solve rate per template (the pre-registered groups marked), and cost per solved
   task with the range missing usage leaves open;
+- better_turns: every layer per checkpoint, SFT − base with its CI and noise floor, and
+  per-turn similarity against completion (`cli.report_turns`);
 - datasense: each selector's predicted-best-group gain over random subsets with its CI,
   holdout accuracy by predicted rank, and Spearman per pool.
 
@@ -61,6 +63,10 @@ class SelectionSeries:
 def protocol_build(con, loop: str, run_id: str):
     """(series, None) or (series, why there is nothing to plot) for the run's protocol."""
     decisions = {r["gate"]: {**r, "evidence": json.loads(r["evidence_json"])} for r in fetch(con, DECISIONS, run=run_id)}
+    if loop == "better_turns":
+        from cli.report_turns import turns_build
+
+        return turns_build(con, run_id, decisions)
     if loop == "datasense":
         built = SelectionSeries(decisions)
         return built, None if built.selectors else "no selector has been verified over its pools"
@@ -72,8 +78,12 @@ def protocol_figure(series) -> Figure:
     from cli.report_draw import new_figure
     from cli.report_selection import selection_figure
 
+    from cli.report_turns import TurnsSeries, turns_figure
+
     if isinstance(series, SelectionSeries):
         return selection_figure(series)
+    if isinstance(series, TurnsSeries):
+        return turns_figure(series)
 
     figure = new_figure(15, 6.2)
     grid = figure.add_gridspec(1, 3, width_ratios=(1, 1.3, 0.9))
@@ -151,6 +161,10 @@ def protocol_caption(series) -> str:
         from cli.report_selection import selection_caption
 
         return selection_caption(series)
+    from cli.report_turns import TurnsSeries, turns_caption
+
+    if isinstance(series, TurnsSeries):
+        return turns_caption(series)
     a, b = _names(series)
     limit = series.decisions["paired:hit_limit"]["evidence"]
     hits = ", ".join(f"{arm} {int(n)}" for arm, n in sorted(limit["hit_limit"].items()))

@@ -19,7 +19,7 @@ from schemas.post_training import (
     PairedRolloutsConfig,
     PPOPACTConfig,
 )
-from schemas.protocols import DataSenseConfig, HarnessOrModelConfig
+from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig
 from schemas.search_loops import DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas", "openevolve")
@@ -149,6 +149,16 @@ class HarnessOrModelRun(RunConfig):
     harness_or_model: HarnessOrModelConfig = HarnessOrModelConfig()
 
 
+class BetterTurnsRun(RunConfig):
+    SPEC = LoopSpec(name="better_turns", modifies="weights", family="protocol", suites=("toolsim",),
+                    paper="Better Turns: answers that look more like the reference at each step still don't "
+                          "complete the workflow",
+                    budget_counts="models (behaviour-cloned policies, one init and shuffle seed each)",
+                    default_budget=3)
+    loop: Literal["better_turns"] = "better_turns"
+    better_turns: BetterTurnsConfig = BetterTurnsConfig()
+
+
 class DataSenseRun(RunConfig):
     SPEC = LoopSpec(name="datasense", modifies="weights", family="protocol", suites=("arith",),
                     paper="DataSense-Bench: predict which data helps, then verify by training",
@@ -189,7 +199,7 @@ class ResearchWorldModelsRun(RunConfig):
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
-    DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun,
+    BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -84,3 +84,38 @@ class DataSenseConfig(Config):
 
 
 SELECTORS = ("random", "loss", "length", "dedup_difficulty", "mixed")
+
+
+class BetterTurnsConfig(Config):
+    """Parameters of `better_turns` (Better Turns): behaviour-cloned toolsim policies,
+    base and SFT, scored turn by turn on the reference history (L1–L3) and in closed
+    loop on their own history (L4–L5), on the same held-out conversations."""
+
+    base_templates: tuple[str, ...] = ("cancel_latest_order", "change_address", "reserve_stock", "apply_coupon")
+    """The mismatched templates the base checkpoint is trained on (the SFT data covers all)."""
+    base_logs: int = Field(2, ge=1, le=1000)
+    """Reference conversations per base template the base sees (few logs)."""
+    base_epochs: int = Field(2, ge=1, le=100)
+    sft_epochs: int = Field(5, ge=1, le=100)
+    """Epochs of SFT from the base on every train conversation (the paper's 5)."""
+    lr: float = Field(0.5, gt=0.0, le=10.0)
+    batch_size: int = Field(8, ge=1, le=1024)
+    retries: int = Field(2, ge=0, le=20)
+    """Tool errors handed back to the model in closed loop before the run ends (the
+    paper leaves its limit unspecified)."""
+    eval_splits: tuple[str, ...] = ("select", "protected", "holdout", "test")
+    """The held-out conversations every checkpoint is scored on (train is the SFT data)."""
+    high_sim: float = Field(0.9, ge=0.0, le=1.0)
+    """A conversation whose mean L1 similarity reaches this and does not complete is a
+    disagreement case."""
+    resamples: int = Field(2000, ge=100, le=100_000)
+
+    @model_validator(mode="after")
+    def _check(self) -> "BetterTurnsConfig":
+        unknown = sorted(set(self.base_templates) - set(TOOLSIM_TEMPLATES))
+        if unknown or not self.base_templates:
+            raise ValueError(f"base_templates {unknown or '()'} are not toolsim templates; known: "
+                             + ", ".join(TOOLSIM_TEMPLATES))
+        if "train" in self.eval_splits or not self.eval_splits:
+            raise ValueError(f"eval_splits {self.eval_splits} must be held out: name splits other than train")
+        return self

@@ -244,3 +244,50 @@ class NodeRow(Row):
     """The same mean over the select scores the inner agent itself saw (public)."""
     best_so_far: float
     child_run_ids: list[str]
+
+
+class DecisionRow(Row):
+    """One gold-history decision of a checkpoint (Better Turns' L1–L3): at turn ``turn``
+    of conversation ``conv_id`` the model, given the reference history, predicted
+    ``pred`` where the reference did ``ref`` (both rendered as one line). ``kind`` is
+    "text" (a customer-facing text turn) or "tool". Written by better_turns' score
+    stage; read by its verdict and analysts. Key: (run_id, candidate_id, conv_id, turn)."""
+
+    run_id: str
+    candidate_id: str
+    model: str
+    ckpt: str
+    conv_id: str
+    turn: int
+    kind: Literal["text", "tool"]
+    ref: str
+    pred: str
+    sim: float
+    """L1: token F1 of the predicted turn against the reference turn, in [0, 1]."""
+    judge_ok: bool
+    """L2: the rule-based judge finds the turn reasonable."""
+    tool_exact: bool
+    """L3: the same action name and exactly the same arguments."""
+
+
+class ClosedLoopRow(Row):
+    """One closed-loop conversation of a checkpoint (Better Turns' L4–L5): the model ran
+    on its own history against the case's backend. ``completed``: it reached its end
+    with exactly the reference's calls; the three judge verdicts make up holistic
+    success. ``execution_id`` names its trajectory in ``steps``. Written by
+    better_turns' score stage. Key: (run_id, candidate_id, conv_id)."""
+
+    run_id: str
+    candidate_id: str
+    model: str
+    ckpt: str
+    conv_id: str
+    execution_id: str
+    completed: bool
+    retries: int
+    """Tool errors the model was handed back (the run ends past the retry limit)."""
+    status: str
+    """How the run ended: "stopped" (the model ended it), "retry_limit" or "step_limit"."""
+    goal_ok: bool
+    policy_ok: bool
+    tool_use_ok: bool

@@ -10,6 +10,8 @@ from pydantic import BaseModel
 from schemas.rows import (
     CandidateRow,
     CaseRow,
+    ClosedLoopRow,
+    DecisionRow,
     DistillateRow,
     ExecutionRow,
     GateDecisionRow,
@@ -43,6 +45,8 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("registry", RegistryRow, ("run_id", "name", "version")),
         TableSpec("train_steps", TrainStepRow, ("run_id", "candidate_id", "step")),
         TableSpec("nodes", NodeRow, ("run_id", "node_id")),
+        TableSpec("decisions", DecisionRow, ("run_id", "candidate_id", "conv_id", "turn")),
+        TableSpec("closed_loop", ClosedLoopRow, ("run_id", "candidate_id", "conv_id")),
     )
 }
 

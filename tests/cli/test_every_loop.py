@@ -36,6 +36,7 @@ LOOP_ARGS = {
 }
 PROTOCOL_ARGS = {
     "harness_or_model": ["--budget", "1", "--param", "instances_per_template=2"],
+    "better_turns": ["--budget", "2", "--param", "instances_per_template=2"],
     "datasense": ["--budget", "1", "--param", "n_per_category=30", "--set", "datasense.pool_size=50",
                   "--set", "datasense.base_steps=5", "--set", "datasense.sft_steps=4", "--set", "datasense.batch_size=4",
                   "--set", "datasense.random_subsets=2", "--set", "datasense.selectors=[random, loss]"],
