@@ -146,3 +146,15 @@ def score_trajectories(ref: RunRef) -> None:
 def rescore_trajectories(ref: RunRef, version: str) -> None:
     """rescore: the same stored trajectories under the fixed graders; nothing re-runs."""
     grade_stored(ref, version)
+
+
+def rescore_run(ref: RunRef, version: str) -> tuple[list[ScoreRow], bool, list[tuple[str, str, float, float]]]:
+    """`ratchet rescore RUN_ID --scorer-version V` of a trace run: (the rows under V,
+    whether they were already there, the (execution, grader, v1, V) rewards that differ)."""
+    existed = store_for(ref.store_uri).has_part("scores", ref.run_id, "score" if version == NATIVE else "rescore",
+                                                 f"v{version}")
+    rows = grade_stored(ref, version)
+    native = {(r.execution_id, r.metric): r.value for r in grade_stored(ref, NATIVE)}
+    changed = [(r.execution_id, r.metric, native[(r.execution_id, r.metric)], r.value) for r in rows
+               if native[(r.execution_id, r.metric)] != r.value]
+    return rows, existed, changed
