@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from cli.report import write_report
 from flows.trace import trace
 from schemas.configs import RunConfig
 from storage.catalog import sql
@@ -141,6 +142,12 @@ def test_a_second_call_of_the_run_adds_nothing(ran, prefect_server):
     before = counts(store_uri)
     assert trace(config=config(), store_uri=store_uri, run_id="trace-a") == summary
     assert counts(store_uri) == before
+
+
+def test_the_report_draws(ran, tmp_path):
+    store_uri, _ = ran
+    path = write_report(store_uri, "trace-a", tmp_path / "trace.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
 
 
 @pytest.mark.parametrize("overrides, message", [
