@@ -19,7 +19,7 @@ frozen tools that one perturbation operator changes.
     gate:     per (grader, agent, perturbation): Δreward with a paired 95% CI, the
               equivalence test within ±margin, behaviour_changed, the rescore Δ and the
               rerun flip rate -> no effect / grader artifact / behaviour effect /
-              inconclusive (the behaviour diff is computed here, beside the verdict)
+              inconclusive
     register: nothing is promoted; the verdicts are the release
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 from prefect import flow
 
 from schemas.loops import TraceRun
-from tasks.loops.trace.attribution import attribute, protocol_summary
+from tasks.loops.trace.attribution import attribute, diff_behaviour, protocol_summary
 from tasks.loops.trace.stages import execute_conditions, publish_agents, rescore_trajectories, score_trajectories
 from tasks.runtime.lifecycle import flow_run_name, recorded_run, run_id_of_flow_run, start_run
 
@@ -50,5 +50,6 @@ def trace(config: TraceRun, store_uri: str | None = None, run_id: str | None = N
             execute_conditions(ref, repeat, ids)
         score_trajectories(ref)
         rescore_trajectories(ref, config.trace.rescore_version)
+        diff_behaviour(ref)
         attribute(ref, ids)
     return protocol_summary(ref)

@@ -19,7 +19,7 @@ from tasks.runtime.context import RunRef
 
 pytestmark = [pytest.mark.integration]
 
-TABLES = ("candidates", "executions", "steps", "scores", "gate_decisions")
+TABLES = ("candidates", "executions", "steps", "scores", "distillates", "gate_decisions")
 RUNS = 2 * 5 * 8 * 2
 """2 agents x 5 conditions x 8 tasks (one per template) x 2 repeats."""
 
@@ -109,6 +109,23 @@ def test_the_noise_floor_is_the_rerun_flip_rate_of_the_stored_rows(ran):
         AND o.agent = 'literal'""").to_pylist()[0]["flips"]
     row = verdict_of(store_uri, "trace:final_state:rename", "literal")
     assert row["evidence"]["flip_rate"] == pytest.approx(flips)
+
+
+def test_the_behaviour_diff_names_the_changed_runs_and_the_gate_weighs_its_share(ran):
+    store_uri, _ = ran
+    store = open_store(store_uri)
+    diffs = {(c["agent"], c["condition"]): (c, d) for d in store.read_rows("distillates", "trace-a")
+             for c in [json.loads(d.content)]}
+    assert len(diffs) == 2 * 4
+    rename, row = diffs[("literal", "rename")]
+    assert rename["pairs"] == 16 and len(rename["changed"]) == 16 == len(row.source_execution_ids)
+    assert diffs[("semantic", "rename")][0]["changed"] == [] and diffs[("semantic", "reorder")][0]["changed"] == []
+    control, row = diffs[("semantic", "swap_descriptions")]
+    found = verdict_of(store_uri, "trace:final_state:swap_descriptions", "semantic")
+    assert control["changed"] and found["evidence"]["behaviour_changed"] == pytest.approx(len(control["changed"]) / 16)
+    changed = sql(store, "SELECT DISTINCT noise_key FROM executions WHERE execution_id IN ("
+                         + ", ".join(f"'{e}'" for e in row.source_execution_ids) + ")").to_pylist()
+    assert changed == [{"noise_key": "swap_descriptions"}]
 
 
 def test_mixed_evidence_is_refused(ran):

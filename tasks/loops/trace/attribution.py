@@ -1,5 +1,6 @@
-"""gate (attribution) and register of the protocol: a verdict per (grader, agent,
-condition) from the stored score rows, never from a re-run or a recomputed grade.
+"""distill (the behaviour diff), gate (attribution) and register of the protocol: a
+verdict per (grader, agent, condition) from the stored score rows, never from a re-run
+or a recomputed grade.
 
 The native Δ reads only rows of grader-set version 1, the rescore Δ only rows of the
 rescore version: a row of any other version in either part is refused (mixed evidence),
@@ -10,15 +11,16 @@ the noise floor it was weighed against and whether the effect lies inside it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 from prefect import task
 
 from schemas.ids import derived_id
-from schemas.rows import GateDecisionRow, ScoreRow
+from schemas.rows import DistillateRow, GateDecisionRow, ScoreRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.loops.trace.episodes import expected_state, required_tools
-from tasks.loops.trace.evidence import Rewards, Trajectory, Verdict, verdicts
+from tasks.loops.trace.evidence import Rewards, Trajectory, Verdict, behaviour_changed, verdicts
 from tasks.loops.trace.stages import NATIVE, agent_ids, protocol_of, stored_runs, task_key
 from tasks.runtime.context import RunRef, store_for
 from tasks.runtime.parts import once
@@ -54,6 +56,31 @@ def grid(ref: RunRef) -> dict[tuple[str, str], dict[str, Trajectory]]:
     for execution, trajectory in stored_runs(ref):
         out.setdefault((agent_of[execution.candidate_id], execution.noise_key), {})[trajectory.task] = trajectory
     return out
+
+
+@task(name="distill", **STAGE_OPTIONS)
+def diff_behaviour(ref: RunRef) -> None:
+    """distill: per (agent, condition), the pairs whose actions, observations or final
+    state differ from the original run: a `behaviour_diff` distillate whose sources are
+    the changed runs' executions."""
+    once(ref, "distillates", "distill", "behaviour", lambda: _diffs(ref))
+
+
+def _diffs(ref: RunRef) -> list[DistillateRow]:
+    agent_of = _agent_of(ref)
+    execution_of = {(agent_of[e.candidate_id], e.noise_key, t.task): e.execution_id for e, t in stored_runs(ref)}
+    runs, rows = grid(ref), []
+    for (agent, condition), modified in sorted(runs.items()):
+        if condition == "original":
+            continue
+        original = runs[(agent, "original")]
+        changed = sorted(t for t in original if behaviour_changed(original[t], modified[t]))
+        content = {"agent": agent, "condition": condition, "pairs": len(original), "changed": changed}
+        rows.append(DistillateRow(run_id=ref.run_id, distillate_id=derived_id(ref.run_id, agent, condition), round=0,
+                                  kind="behaviour_diff", content=json.dumps(content, sort_keys=True), uri=None,
+                                  source_execution_ids=[execution_of[(agent, condition, t)] for t in changed],
+                                  support=len(original), status="active"))
+    return rows
 
 
 def run_verdicts(ref: RunRef, grader: str, runs: dict[tuple[str, str], dict[str, Trajectory]]

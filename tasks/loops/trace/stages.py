@@ -6,7 +6,8 @@ Where the spec's tables live: ``runs``/``final_state`` are `executions` (one per
 condition, task and repeat; ``noise_key`` is the condition, the stored trajectory is the
 ``output_uri`` blob), ``steps`` is `steps` (shown tool, arguments, observation hash),
 ``rescores`` are `scores` rows told apart by ``scorer_version`` (the grader-set
-version), ``verdicts`` are `gate_decisions` (the verdict in the evidence)."""
+version), the behaviour diffs are `behaviour_diff` distillates, ``verdicts`` are
+`gate_decisions` (the verdict in the evidence)."""
 
 from __future__ import annotations
 
