@@ -174,3 +174,8 @@ def test_the_report_draws(ran, tmp_path):
 def test_configs_that_cannot_be_measured_are_refused(overrides, message):
     with pytest.raises(ValueError, match=message):
         config(trace=overrides)
+
+
+def test_nothing_proposes_in_a_protocol():
+    with pytest.raises(ValueError, match="measures fixed arms"):
+        config(proposer="llm")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 from prefect import task
 
@@ -67,8 +68,7 @@ def execute_conditions(ref: RunRef, repeat: int, ids: dict[str, str]) -> None:
     """execute: every agent on every task under every condition (the pair shares the
     repeat's fault seed; the rerun draws its own), each trajectory stored as a blob."""
     store, section = store_for(ref.store_uri), protocol_of(ref).trace
-    runs = [(agent, condition, case, run_trajectory(case.payload, agent, condition, repeat,
-                                                                   f"{case.case_id}#{repeat_tag(repeat)}"))
+    runs = [(agent, condition, case, *_timed(case, agent, condition, repeat))
             for agent in section.agents for condition in section.conditions for case in run_suite(ref).cases()]
 
     def execution_id(agent: str, condition: str, case_id: str) -> str:
@@ -79,15 +79,15 @@ def execute_conditions(ref: RunRef, repeat: int, ids: dict[str, str]) -> None:
                         name=s.tool, args_json=json.dumps(dict(s.args), sort_keys=True),
                         result_json=json.dumps({"obs_hash": s.obs_hash}), ok=None, reward=None, logprob=None,
                         teacher_logprob=None)
-                for a, c, case, trajectory in runs for i, s in enumerate(trajectory.steps)]
+                for a, c, case, trajectory, _ in runs for i, s in enumerate(trajectory.steps)]
 
     def executions() -> list[ExecutionRow]:
         out = []
-        for agent, condition, case, trajectory in runs:
+        for agent, condition, case, trajectory, wall_s in runs:
             uri = store.blob_uri(store.put_blob(to_json(trajectory).encode()))
             out.append(ExecutionRow(run_id=ref.run_id, execution_id=execution_id(agent, condition, case.case_id),
                                     candidate_id=ids[agent], case_id=case.case_id, split=case.split, seed=repeat,
-                                    noise_key=condition, attempt=0, status="ok", error=None, wall_s=0.0, cpu_s=None,
+                                    noise_key=condition, attempt=0, status="ok", error=None, wall_s=wall_s, cpu_s=None,
                                     peak_rss_mb=None, tokens_in=None, tokens_out=None, cost_usd=None,
                                     output_uri=uri, trajectory_uri=uri))
         return out
@@ -95,6 +95,12 @@ def execute_conditions(ref: RunRef, repeat: int, ids: dict[str, str]) -> None:
     once(ref, "steps", "execute", repeat_tag(repeat), steps)
     once(ref, "executions", "execute", repeat_tag(repeat), executions)
     reporter().advance(1, f"repeat {repeat}")
+
+
+def _timed(case, agent: str, condition: str, repeat: int) -> tuple[Trajectory, float]:
+    start = time.perf_counter()
+    trajectory = run_trajectory(case.payload, agent, condition, repeat, f"{case.case_id}#{repeat_tag(repeat)}")
+    return trajectory, time.perf_counter() - start
 
 
 def stored_runs(ref: RunRef) -> list[tuple[ExecutionRow, Trajectory]]:
