@@ -36,16 +36,16 @@ def ran(prefect_server, tmp_path_factory):
     return store_uri, trace(config=config(), store_uri=store_uri, run_id="trace-a")
 
 
-def counts(store_uri: str) -> dict[str, int]:
+def counts(store_uri: str, run_id: str = "trace-a") -> dict[str, int]:
     store = open_store(store_uri)
-    return {table: len(store.read_rows(table)) for table in TABLES}
+    return {table: len(store.read_rows(table, run_id)) for table in TABLES}
 
 
 def verdict_of(store_uri: str, gate: str, agent: str) -> dict:
     rows = sql(open_store(store_uri), f"""
         SELECT g.*, json_extract_string(g.evidence_json, '$.verdict') AS verdict
         FROM gate_decisions g JOIN candidates c USING (run_id, candidate_id)
-        WHERE g.gate = '{gate}' AND c.summary LIKE '{agent}:%'""").to_pylist()
+        WHERE g.run_id = 'trace-a' AND g.gate = '{gate}' AND c.summary LIKE '{agent}:%'""").to_pylist()
     assert len(rows) == 1
     return rows[0] | {"evidence": json.loads(rows[0]["evidence_json"])}
 
@@ -57,7 +57,8 @@ def test_every_run_is_stored_once_and_graded_under_both_versions(ran):
     assert found["scores"] == RUNS * 2 * 2  # 2 graders, versions 1 and 2
     assert found["gate_decisions"] == 2 * 2 * 4  # graders x agents x (conditions other than original)
     by_version = sql(open_store(store_uri), "SELECT scorer_version, count(DISTINCT execution_id) AS n, "
-                                            "count(*) AS rows FROM scores GROUP BY ALL ORDER BY 1").to_pylist()
+                                            "count(*) AS rows FROM scores WHERE run_id = 'trace-a' "
+                                            "GROUP BY ALL ORDER BY 1").to_pylist()
     assert by_version == [{"scorer_version": "1", "n": RUNS, "rows": 2 * RUNS},
                           {"scorer_version": "2", "n": RUNS, "rows": 2 * RUNS}]
     assert len(summary) == 1 + 16
@@ -68,8 +69,9 @@ def test_the_gate_delta_is_the_paired_mean_of_the_v1_score_rows(ran):
     expected = sql(open_store(store_uri), """
         WITH r AS (
           SELECT split_part(c.summary, ':', 1) AS agent, e.noise_key AS condition, e.case_id, e.seed, s.value
-          FROM scores s JOIN executions e USING (run_id, execution_id, candidate_id) JOIN candidates c USING (run_id, candidate_id)
-          WHERE s.metric = 'trace_match' AND s.scorer_version = '1')
+          FROM scores s JOIN executions e USING (run_id, execution_id, candidate_id)
+          JOIN candidates c USING (run_id, candidate_id)
+          WHERE s.run_id = 'trace-a' AND s.metric = 'trace_match' AND s.scorer_version = '1')
         SELECT avg(m.value - o.value) AS delta FROM r o JOIN r m USING (agent, case_id, seed)
         WHERE o.condition = 'original' AND m.condition = 'rename' AND o.agent = 'semantic'""").to_pylist()[0]["delta"]
     row = verdict_of(store_uri, "trace:trace_match:rename", "semantic")
@@ -102,8 +104,9 @@ def test_the_noise_floor_is_the_rerun_flip_rate_of_the_stored_rows(ran):
     flips = sql(open_store(store_uri), """
         WITH r AS (
           SELECT split_part(c.summary, ':', 1) AS agent, e.noise_key AS condition, e.case_id, e.seed, s.value
-          FROM scores s JOIN executions e USING (run_id, execution_id, candidate_id) JOIN candidates c USING (run_id, candidate_id)
-          WHERE s.metric = 'final_state' AND s.scorer_version = '1')
+          FROM scores s JOIN executions e USING (run_id, execution_id, candidate_id)
+          JOIN candidates c USING (run_id, candidate_id)
+          WHERE s.run_id = 'trace-a' AND s.metric = 'final_state' AND s.scorer_version = '1')
         SELECT avg(CASE WHEN o.value <> m.value THEN 1.0 ELSE 0.0 END) AS flips FROM r o JOIN r m
         USING (agent, case_id, seed) WHERE o.condition = 'original' AND m.condition = 'rerun'
         AND o.agent = 'literal'""").to_pylist()[0]["flips"]
@@ -152,6 +155,30 @@ def test_rescore_from_the_cli_reads_the_stored_trajectories_and_writes_nothing_t
     assert "already there, nothing written" in result.output and counts(store_uri) == before
     refused = CliRunner().invoke(app, ["rescore", "trace-a", "--scorer-version", "7", "--store", store_uri])
     assert refused.exit_code != 0 and "no trace grader version '7'; known: 1, 2" in refused.output
+
+
+def test_rescore_from_the_cli_writes_the_new_version_beside_the_old_rows(ran, prefect_server):
+    """A run whose flow rescored under v1 only; `ratchet rescore --scorer-version 2` adds
+    the v2 rows of the same executions and changes no execution and no gate row."""
+    store_uri, _ = ran
+    trace(config=config(budget=1, trace={"conditions": ["original", "rename", "rerun"], "rescore_version": "1"}),
+          store_uri=store_uri, run_id="trace-b")
+    store = open_store(store_uri)
+    executions, decisions = store.read_rows("executions", "trace-b"), store.read_rows("gate_decisions", "trace-b")
+    assert {r.scorer_version for r in store.read_rows("scores", "trace-b")} == {"1"}
+    result = CliRunner().invoke(app, ["rescore", "trace-b", "--scorer-version", "2", "--store", store_uri])
+    assert result.exit_code == 0, result.output
+    assert "written beside the native v1 rows" in result.output
+    rows = store.read_rows("scores", "trace-b")
+    v1 = {(r.execution_id, r.metric): r.value for r in rows if r.scorer_version == "1"}
+    v2 = {(r.execution_id, r.metric): r.value for r in rows if r.scorer_version == "2"}
+    assert len(executions) == 2 * 3 * 8 and set(v1) == set(v2) and len(v2) == 2 * len(executions)
+    renamed = {e.execution_id for e in executions if e.noise_key == "rename"}
+    moved = {key for key in v1 if v1[key] != v2[key]}
+    assert moved and all(e in renamed and metric == "trace_match" for e, metric in moved)
+    assert f"{len(moved)} (execution, grader) rewards differ from v1" in result.output
+    assert store.read_rows("executions", "trace-b") == executions
+    assert store.read_rows("gate_decisions", "trace-b") == decisions
 
 
 def test_a_second_call_of_the_run_adds_nothing(ran, prefect_server):
