@@ -179,6 +179,9 @@ def audit(
 
 @command()
 def rescore(run_id: str = typer.Argument(..., help="The run whose stored outputs to score again."),
+            scorer_version: Optional[str] = typer.Option(
+                None, "--scorer-version", help="The scorer version to rescore under: for trace runs a grader-set "
+                "version (default the latest); for other runs it must be the installed scorer's."),
             store: Optional[str] = StoreOption) -> None:
     """Score a run's stored outputs again under the installed scorer, without re-running
     any candidate (after a grader fix: did the score change because of the behaviour or the
@@ -187,7 +190,7 @@ def rescore(run_id: str = typer.Argument(..., help="The run whose stored outputs
     store_uri = _store(store, must_exist=True)
     from cli.rescore import print_rescore
 
-    print_rescore(console, store_uri, run_id)
+    print_rescore(console, store_uri, run_id, scorer_version)
 
 
 @command()

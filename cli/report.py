@@ -74,6 +74,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "rwm"
             metric, (built, empty) = "Regret@k", rwm_build(con, run_id)
+        elif run["loop"] == "trace":
+            from cli.report_trace import trace_build
+
+            family = "trace"
+            metric, (built, empty) = "Δreward", trace_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -119,6 +124,10 @@ def draw(report: dict[str, Any]):
         from cli.report_protocol import protocol_caption, protocol_figure
 
         return protocol_figure(built), protocol_caption(built)
+    if family == "trace":
+        from cli.report_trace import trace_caption, trace_figure
+
+        return trace_figure(built), trace_caption(built)
     if family == "dream":
         from cli.report_dream import dream_caption, dream_figure
 

@@ -19,7 +19,7 @@ from schemas.post_training import (
     PairedRolloutsConfig,
     PPOPACTConfig,
 )
-from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig
+from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas", "openevolve")
@@ -159,6 +159,14 @@ class BetterTurnsRun(RunConfig):
     better_turns: BetterTurnsConfig = BetterTurnsConfig()
 
 
+class TraceRun(RunConfig):
+    SPEC = LoopSpec(name="trace", modifies="rules", family="protocol", suites=("toolsim",),
+                    paper="TRACE: when the score changes, did the behaviour change or the ruler?",
+                    budget_counts="repeats (noise seeds) per agent, condition and task", default_budget=2)
+    loop: Literal["trace"] = "trace"
+    trace: TraceConfig = TraceConfig()
+
+
 class DataSenseRun(RunConfig):
     SPEC = LoopSpec(name="datasense", modifies="weights", family="protocol", suites=("arith",),
                     paper="DataSense-Bench: predict which data helps, then verify by training",
@@ -199,7 +207,7 @@ class ResearchWorldModelsRun(RunConfig):
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
-    BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun,
+    BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -119,3 +119,37 @@ class BetterTurnsConfig(Config):
         if "train" in self.eval_splits or not self.eval_splits:
             raise ValueError(f"eval_splits {self.eval_splits} must be held out: name splits other than train")
         return self
+
+
+TRACE_CONDITIONS = ("original", "rename", "reorder", "swap_descriptions", "rerun")
+TRACE_AGENTS = ("semantic", "literal")
+TRACE_GRADERS = ("final_state", "trace_match")
+
+
+class TraceConfig(Config):
+    """Parameters of `trace` (TRACE on toolsim): each agent on every task under each
+    condition (and an identical rerun under other event-keyed faults), the stored
+    trajectories graded by version 1 and rescored by version 2 without re-running."""
+
+    agents: tuple[str, ...] = TRACE_AGENTS
+    """``semantic`` picks a tool by its description, ``literal`` by the name it was written against."""
+    conditions: tuple[str, ...] = TRACE_CONDITIONS
+    """``original`` and ``rerun`` are required: the pair's baseline and the noise floor."""
+    graders: tuple[str, ...] = TRACE_GRADERS
+    margin: float = Field(0.10, gt=0.0, le=1.0)
+    """The pre-set equivalence margin on Δreward."""
+    rescore_version: str = "2"
+    """The grader version the stored trajectories are rescored under (the fixed rule)."""
+    resamples: int = Field(2000, ge=100, le=100_000)
+
+    @model_validator(mode="after")
+    def _check(self) -> "TraceConfig":
+        for label, given, known in (("agents", self.agents, TRACE_AGENTS), ("conditions", self.conditions,
+                                    TRACE_CONDITIONS), ("graders", self.graders, TRACE_GRADERS)):
+            unknown = sorted(set(given) - set(known))
+            if unknown or not given:
+                raise ValueError(f"unknown trace {label} {unknown}; known: {', '.join(known)}")
+        if not {"original", "rerun"} <= set(self.conditions) or len(self.conditions) < 3:
+            raise ValueError("conditions must hold original, rerun and at least one perturbation")
+        return self
+

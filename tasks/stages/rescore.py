@@ -41,9 +41,10 @@ class Rescore:
     """Executions whose primary metric differs between the two versions."""
 
 
-def rescore_run(ref: RunRef) -> Rescore:
+def rescore_run(ref: RunRef, wanted: str | None = None) -> Rescore:
     """Rescore the run under the installed suite's scorer (ValueError naming why a run
-    cannot be rescored)."""
+    cannot be rescored, or that ``wanted`` is not the installed scorer's version: only
+    the installed scorer can read the outputs again)."""
     config = run_config(ref)
     family = LOOP_SPECS[config.loop].family
     if family not in RESCORABLE:
@@ -51,6 +52,9 @@ def rescore_run(ref: RunRef) -> Rescore:
                          f"outputs (rescorable families: {', '.join(RESCORABLE)})")
     suite, anchored = run_suite(ref), anchored_scorer_version(ref)
     version = suite.scorer_version()
+    if wanted is not None and wanted != version:
+        raise ValueError(f"scorer version {wanted} is not installed; the installed {run_suite(ref).name} scorer is "
+                         f"{version} (the run is anchored to {anchored})")
     if version == anchored:
         return Rescore(anchored, version, 0, [])
     rows = once(ref, "scores", "rescore", version, lambda: _rows(ref, suite, version))

@@ -40,6 +40,7 @@ PROTOCOL_ARGS = {
     "datasense": ["--budget", "1", "--param", "n_per_category=30", "--set", "datasense.pool_size=50",
                   "--set", "datasense.base_steps=5", "--set", "datasense.sft_steps=4", "--set", "datasense.batch_size=4",
                   "--set", "datasense.random_subsets=2", "--set", "datasense.selectors=[random, loss]"],
+    "trace": ["--budget", "1", "--param", "instances_per_template=1"],
 }
 """Measurement protocols register no champion: their result is the gate's paired comparison."""
 

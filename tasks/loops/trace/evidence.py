@@ -128,26 +128,49 @@ Runs = Mapping[str, Trajectory]
 """task -> the stored trajectory of one (agent, condition)."""
 
 
+def version_at(grader: str, version: str) -> str:
+    """The version of ``grader`` a rescore under grader-set ``version`` applies: its
+    latest one not above it (a grader left alone keeps scoring as before)."""
+    known = [v for v in GRADERS[grader] if int(v) <= int(version)]
+    if not known:
+        raise ValueError(f"no grader {grader} at or below v{version}; known: {', '.join(GRADERS[grader])}")
+    return known[-1]
+
+
+Rewards = Mapping[tuple[str, str, str, str], float]
+"""(grader-set version, agent, condition, task) -> the stored reward."""
+
+
 def verdicts(runs: Mapping[tuple[str, str], Runs], grader: str, expected: Mapping[str, Mapping[str, Any]],
              required: Mapping[str, Sequence[str]], margin: float = MARGIN, resamples: int = 2000,
-             seed: int = 0) -> dict[tuple[str, str], Verdict]:
+             seed: int = 0, fixed: str | None = None, rewards: Rewards | None = None
+             ) -> dict[tuple[str, str], Verdict]:
     """A verdict per (agent, condition other than the original) under ``grader``: its
-    native version 1 on the runs, its latest version on the same stored trajectories (the
-    rescore), the noise floor from each agent's ``original`` vs ``rerun`` runs."""
-    fixed = GRADERS[grader][-1]
+    native version 1 on the runs, version ``fixed`` (default: its latest) on the same
+    stored trajectories (the rescore), the noise floor from each agent's ``original`` vs
+    ``rerun`` runs. With ``rewards`` the rewards are read from there (the stored score
+    rows), never recomputed; a missing one is a ValueError."""
+    fixed = fixed or GRADERS[grader][-1]
 
-    def score(version: str, t: Trajectory) -> float:
-        return grade(grader, version, t, expected[t.task], required[t.task])
+    def score(version: str, agent: str, t: Trajectory) -> float:
+        if rewards is None:
+            return grade(grader, version_at(grader, version), t, expected[t.task], required[t.task])
+        key = (version, agent, t.condition, t.task)
+        if key not in rewards:
+            raise ValueError(f"no {grader} reward under v{version} for {agent} on {t.task} ({t.condition}); "
+                             "score and rescore the run first")
+        return rewards[key]
 
     out = {}
     for agent in sorted({a for a, _ in runs}):
         original, rerun = runs[(agent, "original")], runs[(agent, "rerun")]
-        flips = flip_rate({t: score("1", r) for t, r in original.items()},
-                          {t: score("1", r) for t, r in rerun.items()})
+        flips = flip_rate({t: score("1", agent, r) for t, r in original.items()},
+                          {t: score("1", agent, r) for t, r in rerun.items()})
         rerun_changed = sum(behaviour_changed(original[t], rerun[t]) for t in original) / len(original)
         for condition in sorted(c for a, c in runs if a == agent and c != "original"):
             modified = runs[(agent, condition)]
-            pairs = [Pair(t, score("1", original[t]), score("1", modified[t]), behaviour_changed(original[t], modified[t]),
-                          score(fixed, original[t]), score(fixed, modified[t])) for t in sorted(original)]
+            pairs = [Pair(t, score("1", agent, original[t]), score("1", agent, modified[t]),
+                          behaviour_changed(original[t], modified[t]), score(fixed, agent, original[t]),
+                          score(fixed, agent, modified[t])) for t in sorted(original)]
             out[(agent, condition)] = verdict(pairs, flips, rerun_changed, margin, resamples, seed)
     return out

@@ -56,6 +56,12 @@ def test_the_installed_scorer_has_nothing_to_rescore(store_uri):
     assert "scored by the installed scorer already" in result.output
 
 
+def test_only_the_installed_scorer_version_can_be_asked_for(store_uri):
+    result = runner.invoke(app, ["rescore", "evo", "--scorer-version", "0123abcd", "--store", store_uri])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "scorer version 0123abcd is not installed; the installed spin scorer is" in result.output
+
+
 def test_a_changed_scorer_rescores_stored_outputs_beside_the_old_rows(store_uri, changed_project):
     store = open_store(store_uri)
     before = store.read_rows("scores", "evo")
