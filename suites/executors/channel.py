@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
+import threading
 import select
 import shutil
 import time
@@ -15,6 +17,8 @@ from typing import IO, Callable
 
 from suites.executors.base import SandboxError
 
+PREFIX = "ratchet-sbx-"
+"""A child's directory is ``PREFIX<parent pid>-<random>`` under the executor's tmp_root."""
 STARTUP_TIMEOUT_S = 30.0
 """Wall-clock time the harness may take to start (before any candidate code runs)."""
 
@@ -96,3 +100,49 @@ def remove_tree(path: str, isolation: str) -> None:
                 if not os.path.islink(os.path.join(root, name)):
                     os.chmod(os.path.join(root, name), 0o700)
     shutil.rmtree(path, ignore_errors=isolation == "none")
+
+
+_swept: set[str] = set()
+_sweep_lock = threading.Lock()
+
+
+def new_sandbox_dir(tmp_root: str, isolation: str) -> str:
+    """A fresh directory for one child. The first in a process also removes what dead
+    parents left under ``tmp_root`` (a SIGKILLed run cannot clean up after itself; the
+    pre-started child it kept waiting died with it)."""
+    with _sweep_lock:
+        if tmp_root not in _swept:
+            _swept.add(tmp_root)
+            sweep_orphans(tmp_root, isolation)
+    return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=tmp_root)
+
+
+def sweep_orphans(tmp_root: str, isolation: str) -> list[str]:
+    """Remove the child directories under ``tmp_root`` whose parent process is gone;
+    returns their paths. A live parent's (or a reused pid's) are left alone."""
+    removed = []
+    try:
+        names = os.listdir(tmp_root)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len(PREFIX):].split("-", 1)[0]
+        if not name.startswith(PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(tmp_root, name)
+        try:
+            remove_tree(path, isolation)
+        except OSError:
+            continue  # another process's sweep, or a file we may not remove: left as it is
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

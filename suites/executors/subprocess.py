@@ -71,7 +71,7 @@ from typing import IO, Callable, Sequence
 from schemas.configs import SandboxConfig
 from suites.base import Case, CaseResult
 from suites.executors.base import Executor, SandboxError
-from suites.executors.channel import STARTUP_TIMEOUT_S, once, releaser, remove_tree, request_line, send_line, write_sandbox_files
+from suites.executors.channel import STARTUP_TIMEOUT_S, new_sandbox_dir, once, releaser, remove_tree, request_line, send_line, write_sandbox_files
 from suites.executors.cpu_clock import tree_cpu_s
 from suites.executors.sandbox import _has_exited, plan_launch, resolve_isolation, sandbox_uid, start, stop
 from suites.executors.steps import Cut, Limit, watch
@@ -169,7 +169,7 @@ class SubprocessExecutor(Executor):
     def _start(self, runner: str, request: dict | None) -> Started:
         """A new child in a new directory, its prelude sent (and ``request``, when the
         sandbox takes it only at launch)."""
-        sandbox_dir = tempfile.mkdtemp(prefix="ratchet-sbx-", dir=self.tmp_root)
+        sandbox_dir = new_sandbox_dir(self.tmp_root, self.isolation)
         out = err = None
         try:
             out = open(os.path.join(sandbox_dir, "stdout.txt"), "w+b")

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
 from schemas.configs import SandboxConfig
 from suites.base import Case
 from suites.executors import SubprocessExecutor, make_executor
+from suites.executors.channel import sweep_orphans
 from suites.executors.warm import POOL
 from tests.suites.executors.processes import sandbox_processes
 
@@ -90,3 +94,26 @@ def test_only_asked_for_and_never_for_containers(monkeypatch):
     assert make_executor(SandboxConfig(), prestart=True).prestart is True
     monkeypatch.setenv("RATCHET_SANDBOX_PRESTART", "0")
     assert make_executor(SandboxConfig(), prestart=True).prestart is False
+
+
+KILLED_PARENT = """
+import os, signal, sys
+from schemas.configs import SandboxConfig
+from suites.base import Case
+from suites.executors import SubprocessExecutor
+executor = SubprocessExecutor(SandboxConfig(timeout_s=2.0), tmp_root=sys.argv[1], prestart=True)
+assert executor.run("def solve(x):\\n    return x\\n", sys.argv[2], "solve", [Case("c", "train", {"x": 1})])[0].output == 1
+os.kill(os.getpid(), signal.SIGKILL)  # no atexit: the waiting child's directory stays behind
+"""
+
+
+def test_what_a_killed_parent_left_is_swept_by_the_next_one(sandbox_root):
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    done = subprocess.run([sys.executable, "-c", KILLED_PARENT, sandbox_root, RUNNER], cwd=repo,
+                          env={**os.environ, "PYTHONPATH": repo}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    left = _dirs(sandbox_root)
+    assert len(left) == 1 and os.path.basename(left[0]).startswith("ratchet-sbx-")
+    mine = tempfile.mkdtemp(prefix=f"ratchet-sbx-{os.getpid()}-", dir=sandbox_root)  # a live parent's
+    assert sweep_orphans(sandbox_root, "bwrap") == left
+    assert _dirs(sandbox_root) == [mine]
