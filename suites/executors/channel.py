@@ -18,7 +18,9 @@ from typing import IO, Callable
 from suites.executors.base import SandboxError
 
 PREFIX = "ratchet-sbx-"
-"""A child's directory is ``PREFIX<parent pid>-<random>`` under the executor's tmp_root."""
+"""A child's directory is ``PREFIX<pid namespace>.<parent pid>-<random>`` under the
+executor's tmp_root: the namespace tells whose pids they are (a tmp_root shared with
+another container holds pids of another namespace, never swept from here)."""
 STARTUP_TIMEOUT_S = 30.0
 """Wall-clock time the harness may take to start (before any candidate code runs)."""
 
@@ -114,7 +116,7 @@ def new_sandbox_dir(tmp_root: str, isolation: str) -> str:
         if tmp_root not in _swept:
             _swept.add(tmp_root)
             sweep_orphans(tmp_root, isolation)
-    return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=tmp_root)
+    return tempfile.mkdtemp(prefix=f"{PREFIX}{_owner(os.getpid())}-", dir=tmp_root)
 
 
 def sweep_orphans(tmp_root: str, isolation: str) -> list[str]:
@@ -125,9 +127,11 @@ def sweep_orphans(tmp_root: str, isolation: str) -> list[str]:
         names = os.listdir(tmp_root)
     except OSError:
         return removed
+    namespace = _owner(0).split(".")[0]
     for name in names:
-        pid = name[len(PREFIX):].split("-", 1)[0]
-        if not name.startswith(PREFIX) or not pid.isdigit() or _alive(int(pid)):
+        owner = name[len(PREFIX):].split("-", 1)[0]
+        ours, _, pid = owner.partition(".")
+        if not name.startswith(PREFIX) or ours != namespace or not pid.isdigit() or _alive(int(pid)):
             continue
         path = os.path.join(tmp_root, name)
         try:
@@ -136,6 +140,15 @@ def sweep_orphans(tmp_root: str, isolation: str) -> list[str]:
             continue  # another process's sweep, or a file we may not remove: left as it is
         removed.append(path)
     return removed
+
+
+def _owner(pid: int) -> str:
+    """``<pid namespace inode>.<pid>``."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{namespace}.{pid}"
 
 
 def _alive(pid: int) -> bool:

@@ -114,6 +114,8 @@ def test_what_a_killed_parent_left_is_swept_by_the_next_one(sandbox_root):
     assert done.returncode == -signal.SIGKILL, done.stderr
     left = _dirs(sandbox_root)
     assert len(left) == 1 and os.path.basename(left[0]).startswith("ratchet-sbx-")
-    mine = tempfile.mkdtemp(prefix=f"ratchet-sbx-{os.getpid()}-", dir=sandbox_root)  # a live parent's
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    mine = tempfile.mkdtemp(prefix=f"ratchet-sbx-{namespace}.{os.getpid()}-", dir=sandbox_root)  # a live parent's
+    elsewhere = tempfile.mkdtemp(prefix=f"ratchet-sbx-{namespace + 1}.999999999-", dir=sandbox_root)  # another namespace's
     assert sweep_orphans(sandbox_root, "bwrap") == left
-    assert _dirs(sandbox_root) == [mine]
+    assert _dirs(sandbox_root) == sorted([mine, elsewhere])
