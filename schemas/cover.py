@@ -32,5 +32,7 @@ class CoverConfig(Config):
     test_lr: float = Field(1.0, gt=0.0, le=100.0)
     max_trivial: float = Field(0.5, ge=0.0, le=1.0)
     """The gate rejects a suite with a larger share of tests every program passes."""
+    case_timeout_s: float = Field(0.5, gt=0.0, le=60.0)
+    """Per-case time limit of the sandbox for these small functions (a hanging mutant fails)."""
     eval_seeds: int = Field(2, ge=1, le=16)
     """Evaluation draws per problem (the gate pairs problems and seeds)."""

@@ -108,3 +108,20 @@ def evaluate(p: Problem, code: np.ndarray, test: np.ndarray, arm: Arm, candidate
 def candidate_set(p: Problem, n: int, rng: np.random.Generator) -> list[int]:
     """A fixed best-of-n set: the original and ``n - 1`` programs of uniformly drawn operators."""
     return [0] + draw_programs(p, np.zeros(len(OPERATORS)), n - 1, rng)[1]
+
+
+def train_and_evaluate(problems: Sequence[Problem], arm: Arm, seed: int, steps: int, n_programs: int,
+                       n_tests: int, split: str = "select") -> list[dict]:
+    """``steps`` training steps from uniform policies, then `evaluate` on every problem with
+    a candidate set and an evaluation stream that depend only on (seed, problem): arms of
+    one seed are paired."""
+    rng = np.random.default_rng(seed)
+    code, test = np.zeros(len(OPERATORS)), np.zeros(len(GENERATORS))
+    for _ in range(steps):
+        code, test, _ = train_step(problems, code, test, arm, n_programs, n_tests, rng)
+    out = []
+    for k, p in enumerate(problems):
+        candidates = candidate_set(p, n_programs, np.random.default_rng([seed, k, 1]))
+        out.append(evaluate(p, code, test, arm, candidates, split, n_programs, n_tests,
+                            np.random.default_rng([seed, k, 2])))
+    return out
