@@ -19,6 +19,7 @@ from schemas.post_training import (
     PairedRolloutsConfig,
     PPOPACTConfig,
 )
+from schemas.cover import CoverConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -204,10 +205,18 @@ class ResearchWorldModelsRun(RunConfig):
     research_world_models: ResearchWorldModelsConfig = ResearchWorldModelsConfig()
 
 
+class CoverRun(RunConfig):
+    SPEC = LoopSpec(name="cover", modifies="weights", family="training", suites=("codemidas",),
+                    paper="CoVer: self-generated tests that learn to discriminate programs, not to go easy",
+                    budget_counts="REINFORCE steps (both roles, every problem)", default_budget=8)
+    loop: Literal["cover"] = "cover"
+    cover: CoverConfig = CoverConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
-    BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun,
+    BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun, CoverRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

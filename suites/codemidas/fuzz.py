@@ -42,6 +42,31 @@ def value(kind: str, rng: random.Random) -> Any:
     raise ValueError(f"unknown fuzz type {kind!r}; known: {TYPES}")
 
 
+PROFILES: tuple[str, ...] = ("fuzz", "edge", "small", "large")
+"""Input distributions a test writer may draw from: ``fuzz`` is `value`; ``edge`` the
+empty/zero/one values; ``small`` tiny magnitudes and lengths; ``large`` big ones."""
+_EDGE = {"int": (0, 1, -1), "float": (0.0, 1.0, -1.0), "str": ("", "a", " "), "bool": (False, True)}
+
+
+def profiled_value(kind: str, rng: random.Random, profile: str) -> Any:
+    """One JSON-able value of fuzz type ``kind`` drawn from input distribution ``profile``
+    (`PROFILES`); ``fuzz`` is exactly `value`."""
+    if profile == "fuzz":
+        return value(kind, rng)
+    if kind in ("list[int]", "list[str]"):
+        length = {"edge": rng.choice((0, 1)), "small": rng.randint(0, 2), "large": rng.randint(7, 12)}[profile]
+        return [profiled_value(kind[5:-1], rng, profile) for _ in range(length)]
+    if profile == "edge" or kind == "bool":
+        return rng.choice(_EDGE[kind])
+    if profile == "small":
+        return {"int": rng.randint(-3, 3), "float": round(rng.uniform(-2, 2), 1),
+                "str": "".join(rng.choice("ab ") for _ in range(rng.randint(0, 2)))}[kind]
+    if profile == "large":
+        return {"int": rng.randint(300, 5000), "float": round(rng.uniform(100, 5000), 3),
+                "str": "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(12, 24)))}[kind]
+    raise ValueError(f"unknown input profile {profile!r}; known: {PROFILES}")
+
+
 def arguments(kinds: tuple[str, ...], seed: int, name: str, count: int) -> list[list[Any]]:
     """``count`` argument lists for a function ``name`` whose parameters have fuzz types
     ``kinds``; the same (kinds, seed, name, count) always gives the same lists, without
