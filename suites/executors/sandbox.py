@@ -311,7 +311,7 @@ def start(
         raise SandboxError(f"could not start the sandbox `{plan.argv[0]}`: {exc}") from exc
 
 
-def _has_exited(pidfd: int) -> bool:
+def has_exited(pidfd: int) -> bool:
     """Whether the process behind ``pidfd`` has ended (without reaping it)."""
     return bool(select.select([pidfd], [], [], 0)[0])
 
@@ -324,7 +324,7 @@ def stop(proc: subprocess.Popen, pidfd: int, isolation: Isolation, uid: int | No
     is given time to reap it and exit, so that no zombie is left to the host's init.
     The process group then covers the child and any descendant still in it; without a
     pid namespace, a per-child ``uid`` also finds the descendants that left the group."""
-    init = None if isolation == "none" or _has_exited(pidfd) else _namespace_init(proc.pid)
+    init = None if isolation == "none" or has_exited(pidfd) else _namespace_init(proc.pid)
     if init is not None:
         with contextlib.suppress(ProcessLookupError):  # exited and reaped meanwhile: namespace gone
             signal.pidfd_send_signal(init, signal.SIGKILL)

@@ -73,7 +73,7 @@ from suites.base import Case, CaseResult
 from suites.executors.base import Executor, SandboxError
 from suites.executors.channel import STARTUP_TIMEOUT_S, new_sandbox_dir, once, releaser, remove_tree, request_line, send_line, write_sandbox_files
 from suites.executors.cpu_clock import tree_cpu_s
-from suites.executors.sandbox import _has_exited, plan_launch, resolve_isolation, sandbox_uid, start, stop
+from suites.executors.sandbox import has_exited, plan_launch, resolve_isolation, sandbox_uid, start, stop
 from suites.executors.steps import Cut, Limit, watch
 from suites.executors.transcript import Record, Transcript
 from suites.executors.warm import POOL, Started
@@ -129,6 +129,7 @@ class SubprocessExecutor(Executor):
         self.isolation = resolve_isolation(isolation)
         self.tmp_root = os.path.realpath(tmp_root or tempfile.gettempdir())
         self.prestart = prestart
+        self._config_json = config.model_dump_json()
 
     def run(self, program: str, runner: str, entrypoint: str, cases: Sequence[Case]) -> list[CaseResult]:
         pending = list(cases)
@@ -141,12 +142,12 @@ class SubprocessExecutor(Executor):
         """Evaluate ``cases`` in one fresh child: results for a prefix of them, at least one."""
         request = self._request(program, entrypoint, cases)
         warm = self._warm(runner)
-        if warm is not None:
-            try:
-                return self._run_started(warm, request, cases, runner)
-            except SandboxError:  # it died while it waited (it never became ready): once more, fresh
-                pass
-        return self._run_started(self._start(runner, request), request, cases, runner)
+        if warm is None:
+            return self._run_started(self._start(runner, request), request, cases, runner)
+        try:
+            return self._run_started(warm, request, cases, runner)
+        except SandboxError:  # it died while it waited, never ready: the batch gets a fresh child
+            return self._run_started(self._start(runner, request), request, cases, runner)
 
     def _run_started(self, started: Started, request: dict, cases: list[Case], runner: str) -> list[CaseResult]:
         try:
@@ -156,12 +157,12 @@ class SubprocessExecutor(Executor):
             started.release()
 
     def _key(self, runner: str) -> tuple:
-        return (type(self).__name__, self.isolation, self.tmp_root, self.config.model_dump_json(), runner)
+        return (type(self).__name__, self.isolation, self.tmp_root, self._config_json, runner)
 
     def _warm(self, runner: str) -> Started | None:
         """The pre-started child for this runner, if one waits and is still alive."""
         started = POOL.take(self._key(runner)) if self.prestart else None
-        if started is not None and _has_exited(started.child.pidfd):
+        if started is not None and has_exited(started.child.pidfd):
             started.release()
             return None
         return started
