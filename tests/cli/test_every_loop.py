@@ -33,6 +33,8 @@ LOOP_ARGS = {
     "opd": ["--budget", "2", "--param", "n_per_category=40", "--set", "opd.teacher_steps=10",
             "--set", "opd.pretrain_steps=10", "--set", "opd.prompts_per_step=2", "--set", "opd.rollouts=2",
             "--set", "opd.max_new_tokens=12", "--set", "opd.method=cal_opd"],
+    "codemidas": ["--budget", "1", "--set", "codemidas.modules=[colorsys]", "--set", "codemidas.per_round=1",
+                  "--set", "codemidas.site_mutants=2", "--set", "codemidas.n_tests=8"],
 }
 PROTOCOL_ARGS = {
     "harness_or_model": ["--budget", "1", "--param", "instances_per_template=2"],
