@@ -96,3 +96,16 @@ def test_a_run_from_the_champion_builds_the_next_candidates_on_top(finished):
     assert row.parent_ids == [old.candidate_id] and row.candidate_id == new.candidate_id
     assert len(json.loads(s.get_blob(new.candidate_id))["environments"]) == 2 + sum(
         r["stage"] == "kept" for r in json.loads(answer.stdout))
+
+
+def test_the_report_draws_the_yield_and_the_scores(finished, tmp_path):
+    from cli.report import draw, report_series, write_report
+
+    store, run_id = finished
+    series = report_series(store, run_id)
+    assert series["family"] == "codemidas" and len(series["series"].candidates) == 2
+    assert len(series["series"].checks) == 4
+    _, caption = draw(series)
+    assert caption.startswith("2 candidate functions built: kept 2.")
+    path = write_report(store, run_id, tmp_path / "codemidas.png")
+    assert path.stat().st_size > 20_000
