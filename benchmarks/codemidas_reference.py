@@ -29,6 +29,7 @@ from schemas.configs import SandboxConfig  # noqa: E402
 from suites.codemidas import humaneval  # noqa: E402
 from suites.codemidas.build import outcomes, pass_fraction  # noqa: E402
 from suites.codemidas.hollow import hollow  # noqa: E402
+from suites.codemidas.mutants import retrieval as retrieval_solver  # noqa: E402
 from suites.codemidas.mutants import site_mutants, trivial_mutants  # noqa: E402
 from suites.codemidas.suite import kept_tasks  # noqa: E402
 from suites.executors import make_executor  # noqa: E402
@@ -39,9 +40,7 @@ SOLVERS = ("reference", "stub", "return_none", "return_first_arg")
 
 def retrieval(task: dict) -> str:
     """A solver that imports the installed original (the leak of installed source)."""
-    params = ", ".join(f"a{i}" for i in range(len(task["kinds"])))
-    return (f"def {task['name']}({params}):\n    import {task['module']} as m\n"
-            f"    return getattr(m, {task['name']!r})({params})\n")
+    return retrieval_solver(task["module"], task["name"], len(task["kinds"]))
 
 
 def built_row(executor, task: dict, site_limit: int) -> tuple[dict[str, float], float]:

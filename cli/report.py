@@ -79,6 +79,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "trace"
             metric, (built, empty) = "Δreward", trace_build(con, run_id)
+        elif run["loop"] == "codemidas":
+            from cli.report_codemidas import codemidas_build
+
+            family = "codemidas"
+            metric, (built, empty) = "mutation score", codemidas_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -136,6 +141,10 @@ def draw(report: dict[str, Any]):
         from cli.report_rwm import rwm_caption, rwm_figure
 
         return rwm_figure(built), rwm_caption(built)
+    if family == "codemidas":
+        from cli.report_codemidas import codemidas_caption, codemidas_figure
+
+        return codemidas_figure(built), codemidas_caption(built)
     if family == "nodes":
         figure = nodes_figure(built)
     elif family == "harness":

@@ -21,7 +21,7 @@ from schemas.post_training import (
 )
 from schemas.cover import CoverConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
-from schemas.search_loops import DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
+from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
 _PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas", "openevolve")
 _TRAINING = "optimizer steps"
@@ -213,10 +213,22 @@ class CoverRun(RunConfig):
     cover: CoverConfig = CoverConfig()
 
 
+class CodeMidasRun(RunConfig):
+    SPEC = LoopSpec(name="codemidas", modifies="config", family="search", suites=("codemidas",),
+                    paper="CodeMidas: turning existing functionality into reliably graded coding RL environments",
+                    budget_counts="construction rounds (codemidas.per_round candidate functions each)",
+                    default_budget=8, starts_from_champion=True)
+    loop: Literal["codemidas"] = "codemidas"
+    codemidas: CodeMidasConfig = CodeMidasConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """`proposer: llm`: the chat endpoint's parameters for the test-input writer."""
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
     BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun, CoverRun,
+    CodeMidasRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

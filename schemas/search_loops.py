@@ -79,3 +79,27 @@ class ResearchWorldModelsConfig(Config):
     """Proposals a predictor picks per selection (the paper: 3)."""
     knn_k: int = Field(3, ge=1, le=64)
     ridge_lambda: float = Field(1.0, gt=0.0, le=1e6)
+
+
+class CodeMidasConfig(Config):
+    """Parameters of `codemidas` (CodeMidas): the environment-construction loop. Each round
+    takes the next `per_round` candidate functions of the installed-source pool, builds
+    each one's environment (hollowed stub, spec, fuzz tests derived from the original),
+    runs gate 1 (reliability) and gate 2 (difficulty) on its select tests and adds the
+    accepted ones to the registered environment set."""
+
+    per_round: int = Field(4, ge=1, le=64)
+    """Candidate functions built per round."""
+    modules: tuple[str, ...] = ()
+    """The installed modules the pool takes (`suites.codemidas.ship.SOURCES`); empty: all."""
+    n_tests: int = Field(24, ge=8, le=400)
+    """Fuzz tests derived per function; i % 4 == 3 are held out (never read by a gate)."""
+    site_mutants: int = Field(12, ge=0, le=64)
+    """One-site mutants of the reference per environment (weak solvers, with the stub,
+    the two trivial mutants and the retrieval solver)."""
+    drop_leaky: bool = False
+    """Drop an environment whose retrieval solver (it imports the installed original)
+    passes. Off by default: every environment cut from installed code has that leak, and
+    the loop records it (`leak_found`) rather than dropping every task."""
+    llm_inputs: int = Field(6, ge=1, le=64)
+    """`proposer: llm`: test inputs the endpoint writes per function (added to the fuzz ones)."""

@@ -77,16 +77,20 @@ def choose_kinds(executor: Executor, function: Function, seed: int) -> tuple[tup
     return (best if 2 * returns[best] >= PROBES_PER_ASSIGNMENT else None), returns[best]
 
 
-def check(executor: Executor, built: Built) -> dict[str, Any]:
-    """Gate 1 and the mutation score: the original re-run in a fresh sandbox, the stub,
-    every mutant. A mutant is killed when it fails at least one test."""
-    args = [t["args"] for t in built.tests]
-    expected = [t["expect"] for t in built.tests]
-    ref = pass_fraction(outcomes(executor, built.reference, built.name, args), expected)
-    stub = pass_fraction(outcomes(executor, built.stub, built.name, args), expected)
-    killed = {}
-    for mutant in all_mutants(built.reference):
-        killed[mutant.name] = pass_fraction(outcomes(executor, mutant.source, built.name, args), expected) < 1.0
+def programs(built: Built, site_limit: int = 12) -> dict[str, str]:
+    """The programs gate 1 runs, by name: the original, the hollowed stub, every mutant."""
+    return {"reference": built.reference, "stub": built.stub,
+            **{m.name: m.source for m in all_mutants(built.reference, site_limit)}}
+
+
+def record_of(got: dict[str, Sequence[str | None]], expected: Sequence[str]) -> dict[str, Any]:
+    """Gate 1's record from each program's outcomes (see `programs`) on the tests whose
+    expected outcomes are ``expected``. A mutant is killed when it fails at least one test.
+    Pure."""
+    ref = pass_fraction(got["reference"], expected)
+    stub = pass_fraction(got["stub"], expected)
+    killed = {name: pass_fraction(outs, expected) < 1.0 for name, outs in got.items()
+              if name not in ("reference", "stub")}
     site = [name for name in killed if name not in TRIVIAL]
     return {
         "ref_pass_fraction": ref, "ref_passes": ref == 1.0,
@@ -97,6 +101,21 @@ def check(executor: Executor, built: Built) -> dict[str, Any]:
         "site_mutation_score": (sum(killed[n] for n in site) / len(site)) if site else None,
         "killed": killed,
     }
+
+
+def run_programs(executor: Executor, built: Built, extra: dict[str, str] | None = None,
+                 site_limit: int = 12) -> dict[str, list[str | None]]:
+    """Each program of `programs` (and ``extra`` ones), run in a fresh sandbox batch on
+    every test's arguments: its outcomes."""
+    args = [t["args"] for t in built.tests]
+    return {name: outcomes(executor, source, built.name, args)
+            for name, source in {**programs(built, site_limit), **(extra or {})}.items()}
+
+
+def check(executor: Executor, built: Built) -> dict[str, Any]:
+    """Gate 1 and the mutation score: the original re-run in a fresh sandbox, the stub,
+    every mutant."""
+    return record_of(run_programs(executor, built), [t["expect"] for t in built.tests])
 
 
 def verdict(record: dict[str, Any]) -> str | None:
@@ -110,9 +129,10 @@ def verdict(record: dict[str, Any]) -> str | None:
     return None
 
 
-def build_function(executor: Executor, function: Function, module: str, module_sha256: str,
-                   seed: int, n_tests: int) -> Built:
-    """Probe, derive, check and filter one function (see the module docstring)."""
+def derive(executor: Executor, function: Function, module: str, module_sha256: str,
+           seed: int, n_tests: int) -> Built:
+    """Probe and derive one function's tests (``record`` says why when it is dropped
+    before gate 1; empty when it reaches it)."""
     built = Built(f"{module}::{function.name}", module, module_sha256, function.name, function.spec,
                   function.source, hollow(function.source))
     kinds, _ = choose_kinds(executor, function, seed)
@@ -125,6 +145,14 @@ def build_function(executor: Executor, function: Function, module: str, module_s
     built.tests = [{"args": a, "expect": o} for a, o in zip(arg_lists, got) if o is not None]
     if len(built.tests) < max(4, n_tests // 2):
         built.record = {"stage_reached": "derive", "drop_reason": f"only {len(built.tests)} stable tests"}
+    return built
+
+
+def build_function(executor: Executor, function: Function, module: str, module_sha256: str,
+                   seed: int, n_tests: int) -> Built:
+    """Probe, derive, check and filter one function (see the module docstring)."""
+    built = derive(executor, function, module, module_sha256, seed, n_tests)
+    if built.record:
         return built
     record = check(executor, built)
     reason = verdict(record)

@@ -71,3 +71,10 @@ def site_mutants(source: str, limit: int = 12) -> list[Mutant]:
 def all_mutants(source: str, limit: int = 12) -> list[Mutant]:
     """The trivial mutants then the site mutants."""
     return trivial_mutants(source) + site_mutants(source, limit)
+
+
+def retrieval(module: str, name: str, arity: int) -> str:
+    """A solver that imports the installed original and delegates to it: the leak every
+    task cut from installed code has (the candidate's sandbox can import the module)."""
+    params = ", ".join(f"a{i}" for i in range(arity))
+    return f"def {name}({params}):\n    import {module} as m\n    return getattr(m, {name!r})({params})\n"

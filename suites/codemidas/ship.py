@@ -23,10 +23,22 @@ SOURCES: dict[str, tuple[str, ...]] = {
 """Installed modules (stdlib) and the functions taken from each (empty: every task function)."""
 
 
+def pool(sources: dict[str, tuple[str, ...]] = SOURCES) -> list[str]:
+    """The candidate ids (``module::function``) of ``sources``, in module then source order."""
+    import importlib
+    import inspect
+
+    from suites.codemidas.hollow import task_functions
+
+    out = []
+    for module, names in sources.items():
+        functions = task_functions(inspect.getsource(importlib.import_module(module)))[0]
+        out += [f"{module}::{f.name}" for f in functions if not names or f.name in names]
+    return out
+
+
 def main(path: str, seed: int = 0, n_tests: int = 24) -> None:
-    only = [f"{m}::{f}" for m, names in SOURCES.items() for f in names]
-    only += [f"{m}::{f}" for m, names in SOURCES.items() if not names for f in _all(m)]
-    built = build_modules(make_executor(SandboxConfig(timeout_s=2.0)), list(SOURCES), seed, n_tests, only)
+    built = build_modules(make_executor(SandboxConfig(timeout_s=2.0)), list(SOURCES), seed, n_tests, pool())
     payload = {"python": sysconfig.get_python_version(), "seed": seed, "n_tests": n_tests,
                "tasks": [b.to_json() for b in built]}
     with open(path, "w") as handle:
@@ -34,15 +46,6 @@ def main(path: str, seed: int = 0, n_tests: int = 24) -> None:
         handle.write("\n")
     kept = sum(b.kept for b in built)
     print(f"{len(built)} candidates, {kept} kept -> {path}")
-
-
-def _all(module: str) -> list[str]:
-    import importlib
-    import inspect
-
-    from suites.codemidas.hollow import task_functions
-
-    return [f.name for f in task_functions(inspect.getsource(importlib.import_module(module)))[0]]
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ LOOP_ARGS = {
             "--set", "opd.max_new_tokens=12", "--set", "opd.method=cal_opd"],
     "cover": ["--budget", "1", "--set", "cover.problems=2", "--set", "cover.programs=4", "--set", "cover.tests=6",
               "--set", "cover.pool_size=3", "--set", "cover.case_timeout_s=0.3"],
+    "codemidas": ["--budget", "1", "--set", "codemidas.modules=[colorsys]", "--set", "codemidas.per_round=1",
+                  "--set", "codemidas.site_mutants=2", "--set", "codemidas.n_tests=8"],
 }
 PROTOCOL_ARGS = {
     "harness_or_model": ["--budget", "1", "--param", "instances_per_template=2"],

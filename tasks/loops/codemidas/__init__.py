@@ -1,0 +1,2 @@
+"""codemidas: CodeMidas environment construction (hollow, derive tests, reliability and
+difficulty gates, the registered environment set)."""
