@@ -79,6 +79,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "trace"
             metric, (built, empty) = "Δreward", trace_build(con, run_id)
+        elif run["loop"] == "cover":
+            from cli.report_cover import cover_build
+
+            family = "cover"
+            metric, (built, empty) = "mutant-kill AUC", cover_build(con, run_id)
         elif run["loop"] == "codemidas":
             from cli.report_codemidas import codemidas_build
 
@@ -141,6 +146,10 @@ def draw(report: dict[str, Any]):
         from cli.report_rwm import rwm_caption, rwm_figure
 
         return rwm_figure(built), rwm_caption(built)
+    if family == "cover":
+        from cli.report_cover import cover_caption, cover_figure
+
+        return cover_figure(built), cover_caption(built)
     if family == "codemidas":
         from cli.report_codemidas import codemidas_caption, codemidas_figure
 

@@ -2,7 +2,8 @@
 easy, on codemidas (the first `problems` kept tasks).
 
     execute:  every problem's original and its mutants run in the sandbox on the frozen
-              GT tests and on every input generator's pool
+              GT tests and on every input generator's pool (`proposer: llm`: one more
+              generator, the endpoint's inputs for the problem's spec)
     for step t = 1 .. budget:
         sample:   per problem, `programs` mutation operators from the code policy (a
                   program = a mutant of that operator, or the original) and `tests`
@@ -24,7 +25,7 @@ from __future__ import annotations
 from prefect import flow
 
 from schemas.loops import CoverRun
-from tasks.loops.cover.problems import GENERATORS, OPERATORS
+from tasks.loops.cover.problems import OPERATORS
 from tasks.loops.cover.stages import execute_problems, train
 from tasks.loops.cover.verdict import gate, register
 from tasks.runtime.lifecycle import flow_run_name, recorded_run, run_id_of_flow_run, start_run
@@ -43,7 +44,7 @@ def cover(config: CoverRun, store_uri: str | None = None, run_id: str | None = N
     ref = start_run(store_uri, run_id, config, (config.suite,), parent_run_id)
     with recorded_run(ref):
         problems = execute_problems(ref)
-        code, test = [0.0] * len(OPERATORS), [0.0] * len(GENERATORS)
+        code, test = [0.0] * len(OPERATORS), [0.0] * len(problems[0].generators)
         for step in range(1, config.budget + 1):
             code, test = train(ref, step, problems, code, test)
         found = gate(ref, problems, code, test, config.budget)

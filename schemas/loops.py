@@ -211,6 +211,8 @@ class CoverRun(RunConfig):
                     budget_counts="REINFORCE steps (both roles, every problem)", default_budget=8)
     loop: Literal["cover"] = "cover"
     cover: CoverConfig = CoverConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """`proposer: llm`: the chat endpoint's parameters for the test-input writer."""
 
 
 class CodeMidasRun(RunConfig):

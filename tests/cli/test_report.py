@@ -217,3 +217,13 @@ def test_training_series_places_checkpoints_by_steps_taken():
     assert series.select == [(0, 0.125), (2, 0.375)] and series.warm_start == 0.125
     assert series.batch_accuracy == [(1, 0.25), (2, 0.5)] and series.extra_losses == {"actor_loss": [(0, 0.4), (1, 0.3)]}
     assert series.final.holdout == 0.5 and series.final_step == 2
+
+
+def test_cover_pairs_each_problem_seed_of_both_checkpoints():
+    from cli.report_cover import paired_auc
+
+    evals = [{"ckpt": 0, "bench": "a", "seed": 0, "auc": 0.5}, {"ckpt": 4, "bench": "a", "seed": 0, "auc": 0.75},
+             {"ckpt": 0, "bench": "a", "seed": 1, "auc": None}, {"ckpt": 4, "bench": "a", "seed": 1, "auc": 1.0},
+             {"ckpt": 0, "bench": "b", "seed": 0, "auc": 0.9}, {"ckpt": 4, "bench": "b", "seed": 0, "auc": 0.8}]
+    assert paired_auc(evals) == [(0.5, 0.75), (0.9, 0.8)]  # a#1 has no uniform AUC: left out
+    assert paired_auc(evals[:1]) == []

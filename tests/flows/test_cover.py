@@ -88,3 +88,22 @@ def test_gate_register_and_a_rerun_adds_nothing(finished):
     before = {t: len(s.read_rows(t, run_id)) for t in ("candidates", "distillates", "gate_decisions", "registry")}
     cover(config=stored_config(store, run_id), store_uri=store, run_id=run_id)  # every stage again
     assert {t: len(s.read_rows(t, run_id)) for t in before} == before
+
+
+def test_the_report_draws_both_policies_the_filter_and_the_paired_gate(finished, tmp_path):
+    from cli.report import report_series
+    from cli.report_cover import paired_auc
+
+    store, run_id = finished
+    report = report_series(store, run_id)
+    series = report["series"]
+    assert report["family"] == "cover" and series.steps() == [1, 2]
+    assert {p["role"] for p in series.policies} == {"code", "test"} and len(series.policies) == 4
+    evals = distillates(store, run_id, "cover_eval")
+    assert len(paired_auc(series.evals)) == sum(e["ckpt"] == 2 and e["auc"] is not None for e in evals
+                                                if any(b["ckpt"] == 0 and b["bench"] == e["bench"] and
+                                                       b["seed"] == e["seed"] and b["auc"] is not None
+                                                       for b in evals))
+    result = runner.invoke(app, ["report", run_id, "--store", store, "--out", str(tmp_path / "cover.png")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "cover.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

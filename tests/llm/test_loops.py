@@ -5,6 +5,8 @@ answers is whatever it answers; each test checks the recorded rows: every llm-wr
 candidate carries its call's cost and raw answer, an unusable answer is an
 `llm_unusable` candidate that is never executed, and the run finishes."""
 
+import json
+
 import pytest
 
 from schemas.admission import MedRSIConfig
@@ -73,3 +75,32 @@ def test_designer_rsi_two_rounds(prefect_server, served, recorded, tmp_path):
     assert [c.round for c in written] == [1, 2]
     assert all(c.operator in ("llm_unusable", "llm_expand", "llm_deepen") for c in written)
     assert recorded.finished(store, "llm-designer")
+
+
+def test_cover_llm_inputs_join_the_test_policy(prefect_server, served, recorded, tmp_path):
+    """cover's llm path: the endpoint writes one input pool per problem, recorded with its
+    raw answer and cost; the test policy gets one more action, ``llm``, and a problem
+    whose answer held no usable input never draws it."""
+    from flows.cover import cover
+    from schemas.loops import CoverRun
+
+    config = CoverRun(suite="codemidas", budget=2, seed=0, workers=1, tracking=False, proposer="llm",
+                      evolve=EvolveConfig(llm_max_tokens=recorded.max_tokens),
+                      cover={"problems": 2, "programs": 4, "tests": 8, "pool_size": 4, "eval_seeds": 1})
+    cover(config=config, store_uri=str(tmp_path), run_id="llm-cover")
+    store = open_store(str(tmp_path))
+    rows = {r.kind: [] for r in store.read_rows("distillates", "llm-cover")}
+    for r in store.read_rows("distillates", "llm-cover"):
+        rows[r.kind].append(json.loads(r.content))
+    written = rows["cover_llm_inputs"]
+    assert len(written) == 2
+    for w in written:
+        assert w["tokens_in"] > 50 and 0 < w["tokens_out"] <= recorded.max_tokens
+        assert (w["why_none"] is None) == bool(w["inputs"]) and len(w["inputs"]) <= 4
+    raw = [r.uri for r in store.read_rows("distillates", "llm-cover") if r.kind == "cover_llm_inputs"]
+    assert all(store.get_blob(u.rsplit("/", 1)[-1]) for u in raw)
+    assert {tuple(p["actions"]) for p in rows["cover_policy"] if p["role"] == "test"} == {
+        ("fuzz", "edge", "small", "large", "llm")}
+    empty = {w["prob_id"] for w in written if not w["inputs"]}
+    assert not any(t["generator"] == "llm" and t["prob_id"] in empty for t in rows["cover_test"])
+    assert recorded.finished(store, "llm-cover")

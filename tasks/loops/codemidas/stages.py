@@ -24,7 +24,7 @@ from suites.codemidas.ship import SOURCES, pool
 from suites.executors import make_executor
 from tasks.loops.codemidas.construct import construct
 from tasks.loops.codemidas.envset import EMPTY, dump, merged, next_candidates, set_id
-from tasks.loops.codemidas.inputs_llm import llm_arguments
+from tasks.proposers.test_inputs import llm_arguments
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS

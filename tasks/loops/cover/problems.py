@@ -2,7 +2,8 @@
 grouped by mutation operator (the code role's actions; ``original`` applies none), the
 frozen GT tests (the task's shipped tests, split train/select/holdout as the suite does)
 and one pool of inputs per input generator (the test role's actions: a test's input is
-drawn from its generator's pool). `Problem.runs` lists every (program, inputs) pair the
+drawn from its generator's pool; with `proposer: llm` one more generator, ``llm``, whose
+pool the chat endpoint wrote). `Problem.runs` lists every (program, inputs) pair the
 execute stage runs in the sandbox; `Problem.outcomes` holds what came back."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from suites.codemidas.mutants import TRIVIAL, all_mutants
 
 OPERATORS = ("original", "return_none", "return_first_arg", "flip_compare", "swap_binop", "shift_const")
 GENERATORS = fuzz.PROFILES
+"""The offline input generators; `generators_for` adds ``llm`` on the llm path."""
+LLM = "llm"
 SPLITS = ("train", "train", "select", "holdout")
 """A GT test's split by its index i: SPLITS[i % 4], as in `suites.codemidas.suite`."""
 
@@ -38,6 +41,8 @@ class Problem:
     """The frozen GT tests: {"args", "expect", "split"}."""
     pools: dict[str, list[list]]
     """Per generator, its input argument lists."""
+    generators: tuple[str, ...] = GENERATORS
+    """The test role's actions, in the test policy's order."""
     outcomes: dict[str, list[str | None]] = field(default_factory=dict)
     """Per program content id, its outcome on every GT test then every pool input."""
 
@@ -50,10 +55,11 @@ class Problem:
 
     def inputs(self) -> list[list]:
         """Every argument list a program is run on: the GT tests, then each pool in order."""
-        return [t["args"] for t in self.gt] + [a for g in GENERATORS for a in self.pools[g]]
+        return [t["args"] for t in self.gt] + [a for g in self.generators for a in self.pools[g]]
 
     def input_offset(self, generator: str, index: int) -> int:
-        return len(self.gt) + sum(len(self.pools[g]) for g in GENERATORS[:GENERATORS.index(generator)]) + index
+        before = self.generators[:self.generators.index(generator)]
+        return len(self.gt) + sum(len(self.pools[g]) for g in before) + index
 
     def gt_pass(self, program: int, split: str) -> float:
         """The program's pass fraction on the GT tests of ``split`` (train: the code reward)."""
@@ -65,8 +71,15 @@ class Problem:
         return self.outcomes[self.ids[program]][self.input_offset(generator, index)]
 
 
-def problem(task: dict, seed: int, pool_size: int) -> Problem:
-    """A shipped codemidas task as a problem; the pools are seeded per (seed, task, generator)."""
+def generators_for(proposer: str) -> tuple[str, ...]:
+    """The test role's actions of a run: the fuzz profiles, and ``llm`` on the llm path."""
+    return GENERATORS + (LLM,) if proposer == "llm" else GENERATORS
+
+
+def problem(task: dict, seed: int, pool_size: int, llm_pool: list[list] | None = None) -> Problem:
+    """A shipped codemidas task as a problem; the pools are seeded per (seed, task,
+    generator). ``llm_pool`` (the endpoint's argument lists; may be empty) adds the
+    ``llm`` generator."""
     mutants = all_mutants(task["reference"])
     pools = {}
     for g in GENERATORS:
@@ -79,8 +92,11 @@ def problem(task: dict, seed: int, pool_size: int) -> Problem:
                 pool.append(args)
         pools[g] = pool
     gt = [{"args": t["args"], "expect": t["expect"], "split": SPLITS[i % 4]} for i, t in enumerate(task["tests"])]
+    generators = GENERATORS
+    if llm_pool is not None:
+        pools[LLM], generators = [list(a) for a in llm_pool[:pool_size]], GENERATORS + (LLM,)
     return Problem(task["task_id"], task["name"], [task["reference"]] + [m.source for m in mutants],
-                   ["original"] + [operator_of(m.name) for m in mutants], gt, pools)
+                   ["original"] + [operator_of(m.name) for m in mutants], gt, pools, generators=generators)
 
 
 def input_key(args: list) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from tasks.loops.cover import discriminate as d
 from tasks.loops.cover.policy import reinforce, sample
-from tasks.loops.cover.problems import GENERATORS, OPERATORS, Problem, input_key
+from tasks.loops.cover.problems import OPERATORS, Problem, input_key
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,11 @@ def draw_programs(p: Problem, logits: np.ndarray, n: int, rng: np.random.Generat
 
 
 def draw_tests(p: Problem, logits: np.ndarray, n: int, rng: np.random.Generator) -> list[tuple[int, int]]:
-    """(generator index, pool index) per test."""
-    return [(g, int(rng.integers(len(p.pools[GENERATORS[g]])))) for g in sample(logits, n, rng)]
+    """(generator index, pool index) per test; a generator with an empty pool (the llm's
+    answer held no usable input) is never drawn."""
+    empty = [not p.pools[g] for g in p.generators]
+    masked = np.where(empty, -np.inf, np.asarray(logits, dtype=float))
+    return [(g, int(rng.integers(len(p.pools[p.generators[g]])))) for g in sample(masked, n, rng)]
 
 
 def judge_tests(p: Problem, programs: Sequence[int], tests: Sequence[tuple[int, int]], arm: Arm) -> list[dict]:
@@ -51,9 +54,10 @@ def judge_tests(p: Problem, programs: Sequence[int], tests: Sequence[tuple[int, 
     gt = [p.gt_pass(q, "train") for q in programs]
     rows = []
     for g, i in tests:
-        got = [p.outcome(q, GENERATORS[g], i) for q in programs]
+        name = p.generators[g]
+        got = [p.outcome(q, name, i) for q in programs]
         expected = d.plurality(got)
-        rows.append({"generator": GENERATORS[g], "index": i, "input": input_key(p.pools[GENERATORS[g]][i]),
+        rows.append({"generator": name, "index": i, "input": input_key(p.pools[name][i]),
                      "expected": expected, "valid": expected is not None, "passed": d.passes(got, expected)})
     reasons = d.diversity_filter([r["valid"] for r in rows], [r["input"] for r in rows], [r["passed"] for r in rows])
     for row, reason in zip(rows, reasons):
@@ -116,7 +120,7 @@ def train_and_evaluate(problems: Sequence[Problem], arm: Arm, seed: int, steps: 
     a candidate set and an evaluation stream that depend only on (seed, problem): arms of
     one seed are paired."""
     rng = np.random.default_rng(seed)
-    code, test = np.zeros(len(OPERATORS)), np.zeros(len(GENERATORS))
+    code, test = np.zeros(len(OPERATORS)), np.zeros(len(problems[0].generators))
     for _ in range(steps):
         code, test, _ = train_step(problems, code, test, arm, n_programs, n_tests, rng)
     out = []

@@ -5,7 +5,8 @@ Tables (distillate kinds, one JSON `content` each; `ratchet sql` reads them with
 ``json_extract``): `cover_outcomes` (per problem, the sandbox outcomes of every program),
 `cover_program` (step, prob_id, prog_id, operator, candidate_id, gt_pass_frac),
 `cover_test` (step, prob_id, test_id, generator, valid, input_hash, kept, drop_reason,
-mi, cov_sign, reward, trivial), `cover_exec` (step, prob_id, prog_id, the pass vector
+mi, cov_sign, reward, trivial), `cover_llm_inputs` (the llm path: per problem, the argument lists the endpoint wrote, why
+none, its tokens), `cover_exec` (step, prob_id, prog_id, the pass vector
 over the step's tests: the exec matrix, one row per program), `cover_policy` (step,
 role, logits, probs after the step)."""
 
@@ -17,14 +18,17 @@ import numpy as np
 from prefect import task
 
 from schemas.configs import SandboxConfig
+import random
+
 from schemas.ids import content_id, derived_id, seed_for
 from schemas.rows import DistillateRow
 from suites.codemidas.suite import kept_tasks
 from suites.executors import make_executor
-from tasks.loops.cover.problems import GENERATORS, OPERATORS, Problem, problem
+from tasks.loops.cover.problems import OPERATORS, Problem, problem
 from tasks.loops.cover.rounds import Arm, train_step
 from tasks.loops.cover.sandbox import run_programs
-from tasks.runtime.context import RunRef, run_config
+from tasks.proposers.test_inputs import llm_arguments
+from tasks.runtime.context import RunRef, run_config, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -48,22 +52,43 @@ def row(ref: RunRef, kind: str, step: int, body: dict, *key: object) -> Distilla
 @task(name="execute", **STAGE_OPTIONS)
 def execute_problems(ref: RunRef) -> list[Problem]:
     """execute: every problem's original and mutants run in the sandbox (the run's sandbox
-    config, each case capped at `case_timeout_s`) on its GT tests and pool inputs."""
+    config, each case capped at `case_timeout_s`) on its GT tests and pool inputs; on the
+    llm path the endpoint first writes the problem's ``llm`` pool (recorded, so a rerun
+    reads the same inputs)."""
     config, s = run_config(ref), section(ref)
     sandbox = SandboxConfig(**{**config.sandbox.model_dump(), "timeout_s": min(config.sandbox.timeout_s,
                                                                               s.case_timeout_s)})
     out = []
     for task_row in kept_tasks()[:s.problems]:
-        p = problem(task_row, config.seed, s.pool_size)
+        key = f"p{len(out):03d}"
+        llm_pool = None
+        if config.proposer == "llm":
+            written = once(ref, "distillates", "llm_inputs", key, lambda t=task_row: [llm_row(ref, t)])
+            llm_pool = json.loads(written[0].content)["inputs"]
+        p = problem(task_row, config.seed, s.pool_size, llm_pool)
 
         def rows(p=p) -> list[DistillateRow]:
             got = run_programs(p, make_executor(sandbox))
             return [row(ref, "cover_outcomes", 0, {"prob_id": p.task_id, "outcomes": got}, p.task_id)]
 
-        p.outcomes = json.loads(once(ref, "distillates", "execute", f"p{len(out):03d}", rows)[0].content)["outcomes"]
+        p.outcomes = json.loads(once(ref, "distillates", "execute", key, rows)[0].content)["outcomes"]
         out.append(p)
         reporter().advance(1, f"executed {p.task_id}")
     return out
+
+
+def llm_row(ref: RunRef, task_row: dict) -> DistillateRow:
+    """The endpoint's inputs for one problem (`cover_inputs.txt`), why none, its tokens; the
+    raw answer is the blob at the row's `uri`."""
+    config = run_config(ref)
+    rng = random.Random(seed_for(config.seed, "cover-llm", task_row["task_id"]))
+    args, why, answer = llm_arguments(task_row["spec"], task_row["kinds"], section(ref).pool_size, config.evolve,
+                                      rng, prompt="cover_inputs.txt")
+    store = store_for(ref.store_uri)
+    body = {"prob_id": task_row["task_id"], "inputs": args, "why_none": why, "tokens_in": answer.tokens_in,
+            "tokens_out": answer.tokens_out}
+    written = row(ref, "cover_llm_inputs", 0, body, "llm", task_row["task_id"])
+    return written.model_copy(update={"uri": store.blob_uri(store.put_blob(answer.text.encode()))})
 
 
 def step_rows(ref: RunRef, step: int, problems: list[Problem], records: list[dict], code, test) -> list[DistillateRow]:
@@ -80,7 +105,7 @@ def step_rows(ref: RunRef, step: int, problems: list[Problem], records: list[dic
                                              "trivial", "expected")}
             out.append(row(ref, "cover_test", step, {**body, "step": step, "prob_id": p.task_id, "test_id": k,
                                                      "input_hash": content_id(t["input"])}, "t", p.task_id, k))
-    for role, logits, names in (("code", code, OPERATORS), ("test", test, GENERATORS)):
+    for role, logits, names in (("code", code, OPERATORS), ("test", test, problems[0].generators)):
         probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
         out.append(row(ref, "cover_policy", step, {"step": step, "role": role, "actions": list(names),
                                                    "logits": [float(x) for x in logits],

@@ -19,7 +19,7 @@ from prefect import task
 from schemas.ids import derived_id
 from schemas.rows import CandidateRow, GateDecisionRow, RegistryRow
 from tasks.gate.stats import paired_bootstrap_ci
-from tasks.loops.cover.problems import GENERATORS, OPERATORS, Problem
+from tasks.loops.cover.problems import OPERATORS, Problem
 from tasks.loops.cover.rounds import candidate_set, evaluate
 from tasks.loops.cover.stages import arm_of, row, section
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
@@ -58,7 +58,7 @@ def decide(trained: list[dict], base: list[dict]) -> dict:
 @task(name="gate", **STAGE_OPTIONS)
 def gate(ref: RunRef, problems: list[Problem], code: list[float], test: list[float], steps: int) -> dict:
     """The `cover_eval` rows of both checkpoints and one `cover_suite` gate row."""
-    uniform_code, uniform_test = [0.0] * len(OPERATORS), [0.0] * len(GENERATORS)
+    uniform_code, uniform_test = [0.0] * len(OPERATORS), [0.0] * len(problems[0].generators)
     trained = evaluations(ref, problems, code, test, "select")
     base = evaluations(ref, problems, uniform_code, uniform_test, "select")
     once(ref, "distillates", "evals", "select", lambda: [
@@ -90,7 +90,7 @@ def register(ref: RunRef, problems: list[Problem], code: list[float], test: list
     store = store_for(ref.store_uri)
     suites = {r["task_id"]: r["suite"] for r in evaluations(ref, problems, code, test, "select") if r["seed"] == 0}
     artifact = json.dumps({"code_logits": code, "test_logits": test, "operators": OPERATORS,
-                           "generators": GENERATORS, "suites": suites}, sort_keys=True).encode()
+                           "generators": problems[0].generators, "suites": suites}, sort_keys=True).encode()
     cid = store.put_blob(artifact)
     holdout = fmean(r["rerank"] for r in evaluations(ref, problems, code, test, "holdout"))
     once(ref, "candidates", "register", "suite", lambda: [CandidateRow(

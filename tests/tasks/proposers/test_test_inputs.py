@@ -7,7 +7,7 @@ import random
 import pytest
 
 from schemas.configs import EvolveConfig
-from tasks.loops.codemidas.inputs_llm import brief, llm_arguments, parse_arguments
+from tasks.proposers.test_inputs import brief, llm_arguments, parse_arguments
 
 
 def test_parse_takes_the_first_array_keeps_lists_of_the_arity_without_duplicates():
