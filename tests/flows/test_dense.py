@@ -95,3 +95,33 @@ def test_a_second_run_is_judged_against_the_first_runs_memory_and_a_rerun_adds_n
         name = "toolsim/dense/" + json.loads(d.evidence_json)["task"]
         if name in registered:  # same seed: the same document, so nothing new to admit
             assert d.baseline_id == registered[name] == d.candidate_id and d.decision == "reject"
+
+
+def test_the_report_draws_what_the_attempts_say(ran, tmp_path):
+    from statistics import fmean
+
+    from cli.report import report_series, write_report
+
+    store_uri, _ = ran
+    series = report_series(store_uri, "dense-a")["series"]
+    attempts = open_store(store_uri).read_rows("attempts", "dense-a")
+    initial = {(a.task_id, a.repeat): a for a in attempts if a.phase == "initial"}
+    tree = [a for a in attempts if a.feedback_method == "tree"]
+    per_task = {}
+    for a in tree:
+        per_task.setdefault(a.task_id, []).append(a.passed - initial[(a.task_id, a.repeat)].passed)
+    row = next(m for m in series.methods if m["method"] == "tree")
+    assert row["d_pass"] == pytest.approx(fmean(fmean(v) for v in per_task.values()))
+    assert [m["method"] for m in series.methods] == ["none", "raw", "flat", "tree", "tree_nsr", "labelled"]
+    path = write_report(store_uri, "dense-a", tmp_path / "dense.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"methods": ["tree"]}, "must include 'none'"),
+    ({"methods": ["none", "magic"]}, "unknown"),
+    ({"memory_method": "labelled"}, "must be one of the unlabelled methods"),
+])
+def test_configs_that_cannot_be_measured_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        config(dense=overrides)
