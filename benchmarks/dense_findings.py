@@ -43,7 +43,7 @@ def measure(instances: int, repeats: int, seed: int = 0) -> dict[str, dict[str, 
             first = initial_attempt(case, seed, repeat)
             rows.append(("initial", case.case_id, first.evaluation.success, first.tool_calls))
             for method in METHODS:
-                episode = retry_attempt(case, feedback(method, case, first, seed, 2), seed, repeat)
+                episode = retry_attempt(case, feedback(method, case, first, seed, 2, repeat), seed, repeat)
                 rows.append((method, case.case_id, episode.evaluation.success, episode.tool_calls))
     return per_task(rows)
 

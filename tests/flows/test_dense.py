@@ -44,6 +44,9 @@ def test_every_attempt_is_recorded_once_per_phase_and_method(ran):
     assert {(r["phase"], r["feedback_method"]): (r["n"], r["t"]) for r in rows} == {
         ("initial", "initial"): (TASKS * 2, TASKS),
         **{("retry", m): (TASKS * 2, TASKS) for m in ("none", "raw", "flat", "tree", "tree_nsr", "labelled")}}
+    unique = sql(open_store(store_uri), "SELECT count(*) AS n, count(DISTINCT candidate_id) AS d FROM candidates "
+                                        "WHERE run_id = 'dense-a'").to_pylist()
+    assert unique == [{"n": 1 + TASKS * 2 * METHODS, "d": 1 + TASKS * 2 * METHODS}]  # starter + every document
     assert "method tree" in summary and summary["memories"].endswith("of 8 select tasks admitted")
 
 

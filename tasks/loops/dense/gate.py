@@ -19,7 +19,7 @@ from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
-from tasks.runtime.start import CHAMPION
+from tasks.runtime.start import CHAMPION, latest_champion
 from tasks.loops.dense.memory import Trial, compare, memory_verdict, per_task
 from tasks.loops.dense.refit import retry_attempt
 from tasks.loops.dense.stages import config_of, documents_of, tasks_of
@@ -36,26 +36,21 @@ def memory_name(task_id: str) -> str:
     return f"toolsim/dense/{task_id}"
 
 
-def _champion(ref: RunRef, task_id: str) -> RegistryRow | None:
-    """The latest champion of the task's memory in the store, from any earlier run."""
-    held = [r for r in store_for(ref.store_uri).read_rows("registry") if r.name == memory_name(task_id)
-            and r.alias == CHAMPION and r.run_id != ref.run_id]
-    return max(held, key=lambda r: (r.event_at, r.version)) if held else None
-
-
 def _trials(ref: RunRef, case, document: dict[str, Any]) -> list[Trial]:
     config = config_of(ref)
     return [Trial(r, bool(e.evaluation.success), e.tool_calls)
             for r in range(config.budget) for e in (retry_attempt(case, document, config.seed, r),)]
 
 
-def memory_decision(ref: RunRef, case) -> GateDecisionRow:
-    """The memory gate on one select task (see ``memory.py``)."""
+def memory_decision(ref: RunRef, case, documents: dict, registry: list[RegistryRow]) -> GateDecisionRow:
+    """The memory gate on one select task (see ``memory.py``): ``documents`` are repeat
+    0's (``documents_of``); the baseline is the latest champion of the task's memory in
+    the store from any earlier run."""
     store, section = store_for(ref.store_uri), config_of(ref).dense
-    fb_id, document = documents_of(ref, 0)[(case.case_id, section.memory_method)]
-    champion = _champion(ref, case.case_id)
+    fb_id, document = documents[(case.case_id, section.memory_method)]
+    champion = latest_champion(registry, memory_name(case.case_id), ref.run_id)
     baseline_id, baseline = (champion.candidate_id, json.loads(store.get_blob(champion.candidate_id))) if champion \
-        else documents_of(ref, 0)[(case.case_id, "none")]
+        else documents[(case.case_id, "none")]
     mine, theirs = _trials(ref, case, document), _trials(ref, case, baseline)
     verdict = memory_verdict(mine, theirs, same_content=fb_id == baseline_id)
     evidence = {"task": case.case_id, "method": section.memory_method, "baseline": "champion" if champion else "none",
@@ -102,9 +97,12 @@ def method_decisions(ref: RunRef) -> list[GateDecisionRow]:
 def gate_memories(ref: RunRef) -> int:
     """gate: every select task's memory candidate, and the method comparisons."""
     remember_decision_part(ref, "gate", "memory")
-    rows = once(ref, "gate_decisions", "gate", "memory", lambda: [
-        *(memory_decision(ref, case) for case in tasks_of(ref) if case.split == GATE_SPLIT),
-        *method_decisions(ref)])
+    def rows() -> list[GateDecisionRow]:
+        documents, registry = documents_of(ref, 0), store_for(ref.store_uri).read_rows("registry")
+        return [*(memory_decision(ref, case, documents, registry) for case in tasks_of(ref) if case.split == GATE_SPLIT),
+                *method_decisions(ref)]
+
+    rows = once(ref, "gate_decisions", "gate", "memory", rows)
     return sum(r.gate == MEMORY_GATE and r.decision == "accept" for r in rows)
 
 

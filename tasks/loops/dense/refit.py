@@ -49,16 +49,16 @@ def rule_writer(method: str, case: Case, episode: Episode) -> dict[str, Any]:
     return unlabelled_feedback(method, template, episode.steps, skill_name(template))
 
 
-def feedback(method: str, case: Case, episode: Episode, seed: int, edits: int,
+def feedback(method: str, case: Case, episode: Episode, seed: int, edits: int, repeat: int,
              writer: TreeWriter = rule_writer) -> dict[str, Any]:
-    """The task's feedback document of ``method`` (it names its task: a memory belongs
-    to one task). ``labelled`` also reads the hidden verdict of the initial attempt and
+    """The task's feedback document of ``method`` from repeat ``repeat``'s initial attempt
+    (it names both: a memory belongs to one task, and its content id to one source). ``labelled`` also reads the hidden verdict of the initial attempt and
     carries the harness its edits produced; no other method sees an outcome."""
     if method == "labelled":
         trace = trace_of(case.case_id, case.payload, episode)
         document, harness = labelled(trace, edits, derive_seed(seed, "dense", "labelled", case.case_id))
-        return {"task": case.case_id, **document, "harness": harness}
-    return {"task": case.case_id, **writer(method, case, episode)}
+        return {"task": case.case_id, "repeat": repeat, **document, "harness": harness}
+    return {"task": case.case_id, "repeat": repeat, **writer(method, case, episode)}
 
 
 def retry_harness(case: Case, document: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,9 +69,9 @@ def retry_harness(case: Case, document: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_tokens(document: Mapping[str, Any]) -> int:
-    """What the receiver reads: the document without its task name (and, for labelled,
-    without the harness it already runs)."""
-    return tokens({k: v for k, v in document.items() if k not in ("task", "harness")})
+    """What the receiver reads: the document without its task and repeat (and, for
+    labelled, without the harness it already runs)."""
+    return tokens({k: v for k, v in document.items() if k not in ("task", "repeat", "harness")})
 
 
 def retry_attempt(case: Case, document: Mapping[str, Any], seed: int, repeat: int) -> Episode:

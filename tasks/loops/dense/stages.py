@@ -125,7 +125,7 @@ def _documents(ref: RunRef, repeat: int) -> list[tuple[Case, str, dict[str, Any]
             else:
                 episode = _Stored(trajectories[case.case_id])
             out.append((case, method, feedback(method, case, episode, config.seed, section.labelled_edits,
-                                               writer)))
+                                               repeat, writer)))
     return out
 
 
