@@ -89,6 +89,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "codemidas"
             metric, (built, empty) = "mutation score", codemidas_build(con, run_id)
+        elif run["loop"] == "dense":
+            from cli.report_dense import dense_build
+
+            family = "dense"
+            metric, (built, empty) = "strict pass", dense_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -138,6 +143,10 @@ def draw(report: dict[str, Any]):
         from cli.report_trace import trace_caption, trace_figure
 
         return trace_figure(built), trace_caption(built)
+    if family == "dense":
+        from cli.report_dense import dense_caption, dense_figure
+
+        return dense_figure(built), dense_caption(built)
     if family == "dream":
         from cli.report_dream import dream_caption, dream_figure
 

@@ -20,6 +20,7 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 from schemas.cover import CoverConfig
+from schemas.dense import DenseConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -226,11 +227,23 @@ class CodeMidasRun(RunConfig):
     """`proposer: llm`: the chat endpoint's parameters for the test-input writer."""
 
 
+class DenseRun(RunConfig):
+    SPEC = LoopSpec(name="dense", modifies="memory", family="protocol", suites=("toolsim",),
+                    paper="DENSE: turning old trajectories into usable feedback without outcome labels",
+                    budget_counts="repeats (initial attempt + one retry per feedback method, per task)",
+                    default_budget=3)
+    loop: Literal["dense"] = "dense"
+    dense: DenseConfig = DenseConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """The chat endpoint's parameters when `proposer='llm'` (the feedback LLM writes the tree)."""
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
     BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun, CoverRun,
     CodeMidasRun,
+    DenseRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -291,3 +291,67 @@ class ClosedLoopRow(Row):
     goal_ok: bool
     policy_ok: bool
     tool_use_ok: bool
+
+
+class AttemptRow(Row):
+    """One attempt of DENSE's REFIT protocol: the initial attempt of a task under the
+    starter harness (``phase`` "initial", ``feedback_method`` "initial", ``fb_id`` None) or
+    its retry with one method's feedback (``fb_id`` the document's content id, a
+    ``candidates`` row). ``passed`` is strict pass (every hidden goal and guard holds);
+    ``tokens`` the feedback the retry read, ``tool_calls`` the attempt's calls;
+    ``execution_id`` names its trajectory in ``steps``. Written by dense's execute stages;
+    read by its gate, the findings and analysts. Key: (run_id, task_id, repeat, phase,
+    feedback_method)."""
+
+    run_id: str
+    task_id: str
+    split: str
+    template: str
+    receiver: str
+    repeat: int
+    phase: Literal["initial", "retry"]
+    feedback_method: str
+    fb_id: Optional[str]
+    execution_id: str
+    passed: bool
+    progress: float
+    tokens: int
+    tool_calls: int
+    steps: int
+
+
+class TreeNodeRow(Row):
+    """One node of a DENSE feedback tree: the root (the request) or a subgoal (a plan
+    step), its status (completed / open / unreached), the trajectory steps that are its
+    evidence and a one-line summary (entries, failures, the shortcut). Written by dense's
+    distill stage; read by analysts. Key: (run_id, fb_id, node_id)."""
+
+    run_id: str
+    fb_id: str
+    task_id: str
+    repeat: int
+    feedback_method: str
+    node_id: str
+    parent: Optional[str]
+    subgoal: str
+    status: str
+    evidence_step_ids: list[int]
+    summary: str
+
+
+class IssueRow(Row):
+    """One issue of a DENSE feedback tree: a failed postcondition at trajectory step
+    ``step`` of node ``node_id``, closed only with ``closing_evidence`` (the later
+    successful step of the same subgoal; any later success in the ``tree_nsr`` ablation).
+    Root rows re-list what the children left open. Written by dense's distill stage.
+    Key: (run_id, fb_id, node_id, step)."""
+
+    run_id: str
+    fb_id: str
+    task_id: str
+    node_id: str
+    step: int
+    issue: str
+    message: str
+    closed: bool
+    closing_evidence: Optional[int]

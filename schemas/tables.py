@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from schemas.rows import (
+    AttemptRow,
     CandidateRow,
     CaseRow,
     ClosedLoopRow,
@@ -15,12 +16,14 @@ from schemas.rows import (
     DistillateRow,
     ExecutionRow,
     GateDecisionRow,
+    IssueRow,
     NodeRow,
     RegistryRow,
     RunRow,
     ScoreRow,
     StepRow,
     TrainStepRow,
+    TreeNodeRow,
 )
 
 
@@ -47,6 +50,9 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("nodes", NodeRow, ("run_id", "node_id")),
         TableSpec("decisions", DecisionRow, ("run_id", "candidate_id", "conv_id", "turn")),
         TableSpec("closed_loop", ClosedLoopRow, ("run_id", "candidate_id", "conv_id")),
+        TableSpec("attempts", AttemptRow, ("run_id", "task_id", "repeat", "phase", "feedback_method")),
+        TableSpec("tree_nodes", TreeNodeRow, ("run_id", "fb_id", "node_id")),
+        TableSpec("issues", IssueRow, ("run_id", "fb_id", "node_id", "step")),
     )
 }
 

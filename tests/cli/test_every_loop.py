@@ -45,6 +45,7 @@ PROTOCOL_ARGS = {
                   "--set", "datasense.base_steps=5", "--set", "datasense.sft_steps=4", "--set", "datasense.batch_size=4",
                   "--set", "datasense.random_subsets=2", "--set", "datasense.selectors=[random, loss]"],
     "trace": ["--budget", "1", "--param", "instances_per_template=1"],
+    "dense": ["--budget", "1", "--param", "instances_per_template=2", "--set", "dense.methods=[none, tree]"],
 }
 """Measurement protocols register no champion: their result is the gate's paired comparison."""
 
