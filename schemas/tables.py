@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rows import (
     CandidateRow,
     CaseRow,
@@ -47,6 +48,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("nodes", NodeRow, ("run_id", "node_id")),
         TableSpec("decisions", DecisionRow, ("run_id", "candidate_id", "conv_id", "turn")),
         TableSpec("closed_loop", ClosedLoopRow, ("run_id", "candidate_id", "conv_id")),
+        TableSpec("gse_skills", GSESkillRow, ("run_id", "skill_id")),
+        TableSpec("gse_train_runs", GSETrainRunRow, ("run_id", "gen", "skill_id", "task_id")),
+        TableSpec("gse_val_scores", GSEValScoreRow, ("run_id", "skill_id")),
+        TableSpec("gse_population", GSEPopulationRow, ("run_id", "gen", "skill_id")),
+        TableSpec("gse_test", GSETestRow, ("run_id", "skill_id", "task_id")),
     )
 }
 

@@ -45,9 +45,10 @@ MUTATE, CROSSOVER = "mutate", "crossover"
 @dataclass(frozen=True)
 class Offspring:
     """One proposed skill: ``op`` (mutate:<operator> or crossover:<root>), its parents'
-    ids and why. ``skill`` may be invalid; the gate checks it."""
+    ids and why. ``skill`` may be invalid (the gate checks it), or None when an llm
+    answer held no skill (``rationale`` says why)."""
 
-    skill: SkillDoc
+    skill: SkillDoc | None
     op: str
     parents: tuple[str, ...]
     rationale: str
