@@ -103,7 +103,8 @@ def decision_rows(ref: RunRef, gen: int, new: list[str]) -> list[GateDecisionRow
         elif kept:
             reason = f"accept: val {scores[skill]:.3f}, rank {after.index(skill) + 1} of {len(after)}"
         else:
-            reason = f"reject: val {scores[skill]:.3f} below the population's cutoff {cutoff:.3f}"
+            reason = (f"reject: not in the top {len(after)}: val {scores[skill]:.3f}, cutoff {cutoff:.3f} "
+                      "(ties go to the older skill)")
         evidence = {"skill_id": skill, "op": row.op, "parents": row.parents, "valid": row.valid,
                     "invalid_reason": row.reason, "val_success": scores.get(skill), "cutoff": cutoff,
                     "rank": after.index(skill) + 1 if kept else None, "population_before": before,

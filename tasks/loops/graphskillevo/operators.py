@@ -8,8 +8,9 @@ one candidate: the rule proposer (``tasks.proposers.rules``) turns them into one
 of the candidate's compiled harness (a new principle: retry, page, switch tool, read
 first; or a graph edit: insert a step, a pick, a gated follow-up), and the repaired
 harness is read back into a skill (``graph.from_harness``), keeping the parent's
-principles that were off. When the failures support no repair, mutation toggles one
-principle instead (seeded choice). Crossover keeps parent A's skill, adds B's principles
+principles that were off. A repair that recreates a known skill is excluded and the next
+best tried. When the failures support no new repair, mutation toggles one principle
+instead (seeded choice). Crossover keeps parent A's skill, adds B's principles
 that A lacks, and swaps one subgraph: the descendants of a node both graphs share (or a
 template's whole procedure, rooted at ``start``) are replaced by B's. Edges of A that led
 into the removed part stay, so a crossover can leave a dangling edge: the gate records
@@ -25,7 +26,7 @@ from __future__ import annotations
 import copy
 import random
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Container, Mapping, Sequence
 
 from tasks.loops.graphskillevo.graph import (
     START,
@@ -35,11 +36,14 @@ from tasks.loops.graphskillevo.graph import (
     entries,
     from_harness,
     reachable,
+    skill_id,
 )
-from tasks.proposers.rule_evidence import Evidence, Trace
+from tasks.proposers.rule_evidence import Evidence, Trace, Trial
 from tasks.proposers.rules import NoRuleEvidence, RuleProposer
 
 MUTATE, CROSSOVER = "mutate", "crossover"
+MAX_TRIES = 8
+"""Repairs tried per mutation before it falls back to a toggle."""
 
 
 @dataclass(frozen=True)
@@ -94,19 +98,25 @@ def toggle(parent: Mapping[str, Any], rng: random.Random) -> tuple[SkillDoc, str
 
 
 def mutate(parent: Mapping[str, Any], parent_id: str, failures: Sequence[Trace], successes: Sequence[Trace],
-           rng: random.Random) -> Offspring | None:
-    """A failure-keyed repair of ``parent`` (module docstring); None when neither a
-    repair nor a toggle is possible. ``parent`` must be valid."""
-    document = compile_harness(parent)
-    try:
-        proposal = RuleProposer().propose(Evidence(tuple(failures), tuple(successes)), document, rng)
-    except NoRuleEvidence:
-        toggled = toggle(parent, rng)
-        if toggled is None:
-            return None
-        return Offspring(toggled[0], f"{MUTATE}:toggle_principle", (parent_id,), toggled[1])
-    child = _off_principles(parent, from_harness(proposal.document))
-    return Offspring(child, f"{MUTATE}:{proposal.operator}", (parent_id,), proposal.rationale)
+           rng: random.Random, known: Container[str] = ()) -> Offspring | None:
+    """A failure-keyed repair of ``parent`` (module docstring) whose skill id is not in
+    ``known`` (a repair that recreates a known skill is excluded and the next best is
+    tried); None when neither a repair nor a toggle is possible. ``parent`` must be valid."""
+    document, tried = compile_harness(parent), []
+    for _ in range(MAX_TRIES):
+        evidence = Evidence(tuple(failures), tuple(successes), tuple(Trial(p, ()) for p in tried))
+        try:
+            proposal = RuleProposer().propose(evidence, document, rng)
+        except NoRuleEvidence:
+            break
+        child = _off_principles(parent, from_harness(proposal.document))
+        if skill_id(child) not in known:
+            return Offspring(child, f"{MUTATE}:{proposal.operator}", (parent_id,), proposal.rationale)
+        tried.append(proposal)
+    toggled = toggle(parent, rng)
+    if toggled is None or skill_id(toggled[0]) in known:
+        return None
+    return Offspring(toggled[0], f"{MUTATE}:toggle_principle", (parent_id,), toggled[1])
 
 
 def _subgraph(skill: Mapping[str, Any], root: str, template: str) -> tuple[set[str], str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Sequence
+from typing import Container, Sequence
 
 from prefect import task
 
@@ -170,7 +170,8 @@ def feedback(ref: RunRef, gen: int, member: str) -> tuple[list[Trace], list[Trac
     return [t for t in failures if t], [t for t in wins if t]
 
 
-def offspring_of(ref: RunRef, gen: int, slot: int, members: Sequence[str], rng: random.Random):
+def offspring_of(ref: RunRef, gen: int, slot: int, members: Sequence[str], rng: random.Random,
+                 known: Container[str]):
     """(offspring or None, the llm call or None) of one slot, by the frozen rotation."""
     config, held = run_config(ref), skills(ref)
     op = operator_for(gen, slot, config.graphskillevo.operators, len(members))
@@ -185,7 +186,7 @@ def offspring_of(ref: RunRef, gen: int, slot: int, members: Sequence[str], rng: 
     failures, wins = feedback(ref, gen, a)
     if config.proposer == "llm":
         return llm_mutate(skill_doc(held[a]), a, failures, config.evolve, rng)
-    return mutate(skill_doc(held[a]), a, failures, wins, rng), None
+    return mutate(skill_doc(held[a]), a, failures, wins, rng, known), None
 
 
 def proposal_rows(ref: RunRef, gen: int) -> tuple[list[GSESkillRow], list[CandidateRow]]:
@@ -197,7 +198,7 @@ def proposal_rows(ref: RunRef, gen: int) -> tuple[list[GSESkillRow], list[Candid
     rows, new = [], []
     for slot in range(config.graphskillevo.offspring):
         rng = random.Random(seed_for(config.seed, "propose", gen, slot))
-        child, call = offspring_of(ref, gen, slot, members, rng)
+        child, call = offspring_of(ref, gen, slot, members, rng, known)
         if child is None:
             continue
         row = skill_row(ref, gen, child)

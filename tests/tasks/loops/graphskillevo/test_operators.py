@@ -6,7 +6,15 @@ import random
 from suites.toolsim import ToolSim
 from suites.toolsim.episode import run_episode
 from suites.toolsim.harness import load_harness
-from tasks.loops.graphskillevo.graph import START, compile_harness, from_harness, invalid_reason, node_id, seed_skill
+from tasks.loops.graphskillevo.graph import (
+    START,
+    compile_harness,
+    from_harness,
+    invalid_reason,
+    node_id,
+    seed_skill,
+    skill_id,
+)
 from tasks.loops.graphskillevo.operators import (
     batch_of,
     crossover,
@@ -92,3 +100,11 @@ def test_rotation_batches_and_selection():
     assert batch_of(stream, 1, 9) == stream and batch_of([], 1, 3) == []
     pool = [("x", 0.5, 0), ("y", 0.75, 2), ("z", 0.5, 1), ("w", 0.75, 1)]
     assert select(pool, 3) == ["w", "y", "x"]
+
+
+def test_mutation_skips_repairs_that_recreate_a_known_skill():
+    traces = _traces(seed_skill(), "cancel_latest_order") + _traces(seed_skill(), "refund_unshipped_order")
+    failures = [t for t in traces if not t.success]
+    first = mutate(seed_skill(), "seed", failures, (), random.Random(0))
+    second = mutate(seed_skill(), "seed", failures, (), random.Random(0), known={skill_id(first.skill)})
+    assert skill_id(second.skill) != skill_id(first.skill) and invalid_reason(second.skill) is None
