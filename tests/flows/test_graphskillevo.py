@@ -88,3 +88,23 @@ def test_a_rerun_of_the_same_run_writes_nothing_new(run):
     before = counts(store)
     again = graphskillevo(config=small_config(), store_uri=root, run_id="gse-a")
     assert counts(open_store(root)) == before and again["candidate_id"] == summary["candidate_id"]
+
+
+def test_report_plots_the_population_and_offspring_sql_holds(run, tmp_path):
+    from PIL import Image
+
+    from cli.report import draw, report_series, write_report
+
+    store, root, _ = run
+    report = report_series(root, "gse-a")
+    assert report["family"] == "gse"
+    series = report["series"]
+    assert len(series.population) == len(store.read_rows("gse_population"))
+    assert len(series.offspring) == sum(r.gen > 0 for r in store.read_rows("gse_skills"))
+    kept = sum(d.decision == "accept" for d in store.read_rows("gate_decisions") if d.gate == "gse_select")
+    assert sum(r["decision"] == "accept" for r in series.offspring) == kept
+    figure, caption = draw(report)
+    assert "invalid and never run" in caption and all(ax.get_title() for ax in figure.axes)
+    path = write_report(root, "gse-a", tmp_path / "gse.png")
+    with Image.open(path) as image:
+        assert image.size[0] >= 1000
