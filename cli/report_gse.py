@@ -56,6 +56,7 @@ def gse_figure(series: GSESeries) -> Figure:
                  color="#1f77b4", alpha=0.6, label="population member")
     left.plot(gens, [max(r["val_success"] for r in series.population if r["gen"] == g) for g in gens],
               color="#1f77b4", marker="o", label="best on validation")
+    left.set_xticks(gens)
     left.set_title("population on the validation split, per generation", fontsize=10)
     left.set_xlabel("generation (0: the seed skill)")
     left.set_ylabel("validation success")
@@ -67,6 +68,7 @@ def gse_figure(series: GSESeries) -> Figure:
         counts = [sum(outcome(r) == name and r["gen"] == g for r in series.offspring) for g in born]
         right.bar(born, counts, bottom=bottom, color=color, label=name)
         bottom = [b + c for b, c in zip(bottom, counts)]
+    right.set_xticks(born)
     right.set_title("offspring per generation by gate outcome", fontsize=10)
     right.set_xlabel("generation")
     right.set_ylabel("offspring")
