@@ -129,13 +129,25 @@ def gate_generation(ref: RunRef, gen: int, new: list[str]) -> list[str]:
     once(ref, "gse_val_scores", "gate", key, lambda: val_rows(ref, gen, new))
     once(ref, "gse_population", "gate", key, lambda: population_rows(ref, gen, new))
     remember_decision_part(ref, "gate", key)
-    once(ref, "gate_decisions", "gate", key, lambda: decision_rows(ref, gen, new))
+    decisions = once(ref, "gate_decisions", "gate", key, lambda: decision_rows(ref, gen, new))
+    track_offspring(ref, decisions)
     members = population(ref, gen)
     reporter().advance(0, f"generation {gen}: best val {val_scores(ref)[members[0]]:.3f}")
     return members
 
 
 gate_generation.on_rollback(undo_decision_part)
+
+
+def track_offspring(ref: RunRef, decisions: list[GateDecisionRow]) -> None:
+    """Each valid offspring's candidate as a nested MLflow run with its decision (an
+    invalid one has no candidate: its record is the gse_skills row)."""
+    known = {c.candidate_id for c in store_for(ref.store_uri).read_rows("candidates", ref.run_id)}
+    tracked = set()
+    for decision in decisions:
+        if decision.candidate_id in known and decision.candidate_id not in tracked:
+            tracked.add(decision.candidate_id)
+            track_candidate(ref, decision, None)
 
 
 def champion_decision(ref: RunRef, last: int) -> GateDecisionRow:
