@@ -108,3 +108,27 @@ def test_report_plots_the_population_and_offspring_sql_holds(run, tmp_path):
     path = write_report(root, "gse-a", tmp_path / "gse.png")
     with Image.open(path) as image:
         assert image.size[0] >= 1000
+
+
+def test_an_invalid_offspring_is_a_rejected_decision_with_its_reason_and_never_runs(run, tmp_path):
+    import shutil
+
+    from tasks.loops.graphskillevo.gate import decision_rows
+    from tasks.loops.graphskillevo.graph import seed_skill
+    from tasks.loops.graphskillevo.operators import Offspring
+    from tasks.loops.graphskillevo.stages import skill_row
+    from tasks.runtime.context import RunRef
+
+    _, root, _ = run
+    copy = str(tmp_path / "store")
+    shutil.copytree(root, copy)
+    ref = RunRef(store_uri=copy, run_id="gse-a")
+    broken = seed_skill()
+    broken["graph"]["edges"].append({"src": broken["graph"]["nodes"][0]["id"], "dst": "ghost"})
+    seed = next(r.skill_id for r in open_store(copy).read_rows("gse_skills") if r.gen == 0)
+    row = skill_row(ref, 2, Offspring(broken, "crossover:subgraph", (seed,), "hand-made"))
+    open_store(copy).write_part("gse_skills", "gse-a", "test", "invalid", [row])
+    (decision,) = decision_rows(ref, 2, [row.skill_id])
+    assert decision.decision == "reject" and decision.reason.startswith("reject: invalid offspring, never run: dangling")
+    assert json.loads(decision.evidence_json)["invalid_reason"] == row.reason and decision.select_score is None
+    assert decision.candidate_id == row.skill_id and decision.n_cases == 0
