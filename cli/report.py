@@ -74,6 +74,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "rwm"
             metric, (built, empty) = "Regret@k", rwm_build(con, run_id)
+        elif run["loop"] == "graphskillevo":
+            from cli.report_gse import gse_build
+
+            family = "gse"
+            metric, (built, empty) = "validation success", gse_build(con, run_id)
         elif run["loop"] == "trace":
             from cli.report_trace import trace_build
 
@@ -151,6 +156,10 @@ def draw(report: dict[str, Any]):
         from cli.report_dream import dream_caption, dream_figure
 
         return dream_figure(built), dream_caption(built)
+    if family == "gse":
+        from cli.report_gse import gse_caption, gse_figure
+
+        return gse_figure(built), gse_caption(built)
     if family == "rwm":
         from cli.report_rwm import rwm_caption, rwm_figure
 

@@ -21,6 +21,7 @@ from schemas.post_training import (
 )
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
+from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -87,6 +88,15 @@ class DesignerRSIRun(_HarnessRun):
                          "Traffic for Agentic Graphic Design", "traffic rounds")
     loop: Literal["designer_rsi"] = "designer_rsi"
     designer: DesignerConfig = DesignerConfig()
+
+
+class GraphSkillEvoRun(_HarnessRun):
+    SPEC = LoopSpec(name="graphskillevo", modifies="skills", family="harness", suites=("toolsim",),
+                    paper="GraphSkillEvo: Turning Skill Manuals into Crossover-able Workflow Graphs",
+                    budget_counts="generations (population x batch train runs each)", default_budget=5,
+                    starts_from_champion=True)
+    loop: Literal["graphskillevo"] = "graphskillevo"
+    graphskillevo: GraphSkillEvoConfig = GraphSkillEvoConfig()
 
 
 def _training_spec(name: str, paper: str) -> LoopSpec:
@@ -239,7 +249,7 @@ class DenseRun(RunConfig):
 
 
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
-    EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
+    EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
     BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun, CoverRun,
     CodeMidasRun,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rows import (
     AttemptRow,
     CandidateRow,
@@ -53,6 +54,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("attempts", AttemptRow, ("run_id", "task_id", "repeat", "phase", "feedback_method")),
         TableSpec("tree_nodes", TreeNodeRow, ("run_id", "fb_id", "node_id")),
         TableSpec("issues", IssueRow, ("run_id", "fb_id", "node_id", "step")),
+        TableSpec("gse_skills", GSESkillRow, ("run_id", "skill_id")),
+        TableSpec("gse_train_runs", GSETrainRunRow, ("run_id", "gen", "skill_id", "task_id")),
+        TableSpec("gse_val_scores", GSEValScoreRow, ("run_id", "skill_id")),
+        TableSpec("gse_population", GSEPopulationRow, ("run_id", "gen", "skill_id")),
+        TableSpec("gse_test", GSETestRow, ("run_id", "skill_id", "task_id")),
     )
 }
 

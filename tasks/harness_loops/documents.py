@@ -14,18 +14,18 @@ from typing import Any, Mapping
 from tasks.proposers.rules import RuleProposal
 
 
-def literal_document(source: str) -> dict[str, Any]:
-    """The mapping a program's ``harness()`` returns, read without running it; raises
-    ValueError when it is not one literal ``return``."""
+def literal_document(source: str, entrypoint: str = "harness") -> dict[str, Any]:
+    """The mapping a program's ``harness()`` (or ``entrypoint()``) returns, read without
+    running it; raises ValueError when it is not one literal ``return``."""
     try:
         module = ast.parse(source)
-        function = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "harness")
+        function = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == entrypoint)
         returned = next(n for n in function.body if isinstance(n, ast.Return))
         document = ast.literal_eval(returned.value)
     except (SyntaxError, StopIteration, ValueError) as exc:
-        raise ValueError(f"harness() does not return one literal document: {exc}") from exc
+        raise ValueError(f"{entrypoint}() does not return one literal document: {exc}") from exc
     if not isinstance(document, dict):
-        raise ValueError(f"harness() returns a {type(document).__name__}, not a mapping")
+        raise ValueError(f"{entrypoint}() returns a {type(document).__name__}, not a mapping")
     return document
 
 
@@ -51,12 +51,14 @@ def _body(item: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in item.items() if k not in ("id", "name", "note")}, sort_keys=True)
 
 
-def harness_source(document: Mapping[str, Any]) -> str:
+def harness_source(document: Mapping[str, Any], entrypoint: str = "harness",
+                   title: str = "A toolsim harness document.") -> str:
     """The candidate program of a harness document: ``harness()`` returns the literal.
     Deterministic (sorted keys) and the same in every harness loop, so equal documents
-    are equal candidates whichever loop proposed them."""
+    are equal candidates whichever loop proposed them. ``entrypoint``/``title`` name
+    another literal program (graphskillevo's ``skill()`` shown to the chat endpoint)."""
     literal = pprint.pformat(json.loads(json.dumps(document, sort_keys=True)), sort_dicts=True, width=100)
-    return f'"""A toolsim harness document."""\n\n\ndef harness():\n    return {literal}\n'
+    return f'"""{title}"""\n\n\ndef {entrypoint}():\n    return {literal}\n'
 
 
 def proposal_json(proposal: RuleProposal) -> str:

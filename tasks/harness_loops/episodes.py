@@ -2,7 +2,7 @@
 each ok case under the harness the candidate returned, once per (case, output) in a
 process (the pair fixes the episode, so later rounds reuse it instead of simulating the
 run's history again); `record_steps` writes the trajectories to the `steps` table once
-per (tag, candidate)."""
+per (tag, candidate); `run_missing` runs a candidate only on the cases it has not run yet."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from schemas.rows import ExecutionRow, StepRow
 from suites.base import Case
 from tasks.harness_loops.documents import literal_document
 from tasks.runtime.context import RunRef, run_suite, store_for
-from tasks.stages.execute import part_key
-from tasks.stages.score import blob_id
+from tasks.stages.execute import part_key, run_candidates
+from tasks.stages.score import blob_id, score_candidates
 
 
 def executions_of(ref: RunRef, tag: str, candidate_id: str) -> list[ExecutionRow]:
@@ -65,3 +65,18 @@ def harness_document(ref: RunRef, candidate_id: str) -> dict:
     a candidate's id is the sha256 of its source) returns one literal, read without
     running it. One reader for every harness loop."""
     return literal_document(store_for(ref.store_uri).get_blob(candidate_id).decode())
+
+
+def run_missing(ref: RunRef, tag: str, candidate_id: str, cases: Sequence[Case]) -> None:
+    """Execute (sandboxed), score (trusted) and trace the candidate on those ``cases`` it
+    has no execution of yet in the run, under ``tag``; a published part is completed
+    (scores, steps), never re-run. A candidate thus runs a case at most once per run."""
+    store = store_for(ref.store_uri)
+    if not store.has_part("executions", ref.run_id, "execute", part_key(tag, candidate_id)):
+        done = {e.case_id for e in store.read_rows("executions", ref.run_id) if e.candidate_id == candidate_id}
+        cases = [c for c in cases if c.case_id not in done]
+        if not cases:
+            return
+        run_candidates(ref, tag, [candidate_id], cases)
+    score_candidates(ref, tag, [candidate_id])
+    record_steps(ref, tag, candidate_id)

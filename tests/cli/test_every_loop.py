@@ -24,6 +24,8 @@ LOOP_ARGS = {
     "growing_harness": TOOLSIM,
     "medrsi": [*TOOLSIM, "--set", "medrsi.trial_batches=1", "--set", "medrsi.batch_size=4"],
     "designer_rsi": [*TOOLSIM, "--set", "designer.traffic_batch=4"],
+    "graphskillevo": [*TOOLSIM, "--set", "graphskillevo.population=2", "--set", "graphskillevo.offspring=2",
+                      "--set", "graphskillevo.batch=4"],
     "grpo": TINY_GRPO,
     "paired_rollouts": [*TINY_GRPO, "--set", "paired_rollouts.probe_every=2"],
     "harness_bandit": [*TINY_GRPO, "--set", "harness_bandit.harnesses=[add, rev]"],

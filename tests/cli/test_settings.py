@@ -37,6 +37,7 @@ def test_sandbox_settings_merge_with_the_timeout_option():
     ("aide2", {"evolve", "sandbox"}),
     ("self_healing", {"evolve", "heal", "sandbox"}),
     ("designer_rsi", {"evolve", "designer", "sandbox"}),
+    ("graphskillevo", {"evolve", "graphskillevo", "sandbox"}),
     ("grpo", {"grpo", "sandbox"}),
     ("opd", {"opd", "sandbox"}),
     ("harness_bandit", {"grpo", "harness_bandit", "sandbox"}),

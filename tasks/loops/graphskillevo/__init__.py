@@ -1,0 +1,1 @@
+"""GraphSkillEvo (issue 16): skills as step graphs evolved by mutation and crossover."""
