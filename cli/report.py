@@ -79,6 +79,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "trace"
             metric, (built, empty) = "Δreward", trace_build(con, run_id)
+        elif run["loop"] == "skilllift":
+            from cli.report_skilllift import skilllift_build
+
+            family = "skilllift"
+            metric, (built, empty) = "real success", skilllift_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -128,6 +133,10 @@ def draw(report: dict[str, Any]):
         from cli.report_trace import trace_caption, trace_figure
 
         return trace_figure(built), trace_caption(built)
+    if family == "skilllift":
+        from cli.report_skilllift import skilllift_caption, skilllift_figure
+
+        return skilllift_figure(built), skilllift_caption(built)
     if family == "dream":
         from cli.report_dream import dream_caption, dream_figure
 

@@ -37,7 +37,7 @@ def run(prefect_server, tmp_path_factory):
     store = open_store(str(root))
     before = counts(store)
     again = skilllift(config=small_config(), store_uri=str(root), run_id="skilllift-a")
-    return store, store, summary, before, again
+    return str(root), store, summary, before, again
 
 
 def kind(store, name: str) -> list[dict]:
@@ -52,12 +52,12 @@ def test_rerunning_the_same_run_adds_nothing(run):
 
 def test_only_the_outer_loop_runs_skills_for_real(run):
     root, store, summary, _, _ = run
-    skills, real_runs = kind(root, "skilllift_skills"), kind(root, "skilllift_real_runs")
+    skills, real_runs = kind(store, "skilllift_skills"), kind(store, "skilllift_real_runs")
     executed = {s["id"] for s in skills if s["executed"]}
     assert len(skills) > len(executed)  # the inner loop scored more skills than ran
     assert {r["skill_id"] for r in real_runs} == executed
     assert executed <= {e.candidate_id for e in store.read_rows("executions")}
-    inner_cost = [c for c in kind(root, "skilllift_cost") if c["phase"] == "inner"]
+    inner_cost = [c for c in kind(store, "skilllift_cost") if c["phase"] == "inner"]
     assert inner_cost and all(c["oracle_tokens"] == 0 and c["real_episodes"] == 0 for c in inner_cost)
     assert summary["real_episodes"] == len(real_runs)
 
@@ -73,7 +73,7 @@ def test_each_decision_is_the_best_real_skill_against_the_champion(run):
         assert evidence["real_mean"] == pytest.approx(means)
         assert d.baseline_id == evidence["old_champion"] and d.select_score == pytest.approx(max(means.values()))
         assert d.decision == ("accept" if d.candidate_id != d.baseline_id and d.delta > 0 else "reject")
-        (cal,) = [c for c in kind(root, "skilllift_calibration") if c["round"] == d.round]
+        (cal,) = [c for c in kind(store, "skilllift_calibration") if c["round"] == d.round]
         ids = sorted(evidence["real_mean"])
         expected = kendall([means[i] for i in ids], [evidence["rubric_score"][i] for i in ids])
         assert cal["rank_corr"] == (None if expected != expected else pytest.approx(expected))
@@ -82,7 +82,7 @@ def test_each_decision_is_the_best_real_skill_against_the_champion(run):
 
 def test_rubrics_are_versioned_per_round_and_champions_registered_with_holdout(run):
     root, store, summary, _, _ = run
-    rubrics = kind(root, "skilllift_rubrics")
+    rubrics = kind(store, "skilllift_rubrics")
     assert [r["ver"] for r in rubrics] == [0, 1, 2]
     assert all(json.loads(r["items_json"]) for r in rubrics)
     registry = store.read_rows("registry")
@@ -92,3 +92,13 @@ def test_rubrics_are_versioned_per_round_and_champions_registered_with_holdout(r
                         "sum(CAST(json_extract(content, '$.real_episodes') AS INT)) AS n FROM distillates "
                         "WHERE kind = 'skilllift_cost' GROUP BY phase ORDER BY phase").to_pylist()
     assert [a["phase"] for a in answer] == ["inner", "outer"] and answer[0]["n"] == 0
+
+
+def test_the_report_draws_agreement_and_real_success(run, tmp_path):
+    from PIL import Image
+
+    from cli.report import write_report
+
+    root = run[0]
+    path = write_report(root, "skilllift-a", tmp_path / "skilllift.png")
+    assert Image.open(path).size[0] > 1000
