@@ -64,7 +64,12 @@ def draw_agreement(ax: Axes, series: SkillLiftSeries) -> None:
         ax.errorbar(c["round"], c["rank_corr"], yerr=err, fmt="o", color="#1f77b4", capsize=3)
         ax.annotate(f"n={c['n_cands']}", (c["round"], c["rank_corr"]), xytext=(5, 0), textcoords="offset points",
                     fontsize=7)
+    tied = [c["round"] for c in series.calibration if c["rank_corr"] is None]
+    ax.scatter(tied, [0.0] * len(tied), marker="x", color="#777777", label="undefined (real or rubric scores all tied)")
     ax.axhline(0.0, color="#999999", linestyle=":")
+    ax.set_xticks([c["round"] for c in series.calibration])
+    if tied:
+        ax.legend(loc="lower right", fontsize=8)
     ax.set_ylim(-1.1, 1.1)
     ax.set_xlabel("outer round (the rubric version that chose the round's skills)")
     ax.set_ylabel("Kendall τ, rubric vs real ranking")

@@ -61,3 +61,12 @@ def test_a_tie_keeps_the_champion():
     assert challenger(real, "champ") == "champ"
     _, outcome = decide(real, {"b": 1.0, "champ": 0.0}, "champ", agreement([1.0, 1.0], [1.0, 0.0]), 0.0, 0)
     assert outcome.decision == "reject" and json.loads(outcome.evidence_json)["kendall"] is None
+
+
+def test_the_llm_brief_is_the_prompt_file_with_the_rubric_filled_in():
+    from tasks.loops.skilllift.llm import rubric_brief
+    from tasks.proposers.llm import load_prompt
+
+    text = rubric_brief([{**covers_item("on_error", "get_order", "not_found", 0.5), "weight": -0.25}])
+    assert text.startswith(load_prompt("skilllift_revise.txt").split("{rubric}")[0])
+    assert text.endswith("- covers:on_error:get_order:not_found (-0.250): recovers when get_order fails with not_found")
