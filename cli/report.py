@@ -99,6 +99,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "dense"
             metric, (built, empty) = "strict pass", dense_build(con, run_id)
+        elif run["loop"] == "skilllift":
+            from cli.report_skilllift import skilllift_build
+
+            family = "skilllift"
+            metric, (built, empty) = "real success", skilllift_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -152,6 +157,10 @@ def draw(report: dict[str, Any]):
         from cli.report_dense import dense_caption, dense_figure
 
         return dense_figure(built), dense_caption(built)
+    if family == "skilllift":
+        from cli.report_skilllift import skilllift_caption, skilllift_figure
+
+        return skilllift_figure(built), skilllift_caption(built)
     if family == "dream":
         from cli.report_dream import dream_caption, dream_figure
 

@@ -22,6 +22,7 @@ from schemas.post_training import (
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
+from schemas.skilllift import SkillLiftConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -248,12 +249,22 @@ class DenseRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the feedback LLM writes the tree)."""
 
 
+class SkillLiftRun(_HarnessRun):
+    SPEC = LoopSpec(name="skilllift", modifies="skills", family="harness", suites=("toolsim",),
+                    paper="SkillLift: cheap skill edits first, then calibrate the scoring rubric with real execution",
+                    budget_counts="outer rounds (an inner rubric-only search, then top-k real runs)",
+                    default_budget=6, starts_from_champion=True)
+    loop: Literal["skilllift"] = "skilllift"
+    skilllift: SkillLiftConfig = SkillLiftConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
     BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun, CoverRun,
     CodeMidasRun,
     DenseRun,
+    SkillLiftRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -84,3 +84,33 @@ def _ranks(values: Sequence[float]) -> np.ndarray:
     for value in np.unique(v):  # ties share their mean rank
         ranks[v == value] = ranks[v == value].mean()
     return ranks
+
+
+def kendall(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall's tau-b (ties on either side corrected; nan when one side is constant or
+    there are fewer than two items)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    i, j = np.triu_indices(x.size, k=1)
+    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    untied_x, untied_y = np.count_nonzero(dx), np.count_nonzero(dy)
+    if untied_x == 0 or untied_y == 0:
+        return float("nan")
+    return float((dx * dy).sum() / math.sqrt(untied_x * untied_y))
+
+
+def rank_corr_ci(a: Sequence[float], b: Sequence[float], method: str = "kendall", confidence: float = 0.95,
+                 resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of a rank correlation (``kendall`` or ``spearman``),
+    resampling the paired items; resamples where one side is constant are dropped
+    (nan, nan when every one is)."""
+    corr = {"kendall": kendall, "spearman": spearman}[method]
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size < 2:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    draws = [corr(x[k], y[k]) for k in rng.integers(0, x.size, size=(resamples, x.size))]
+    kept = np.asarray([d for d in draws if not math.isnan(d)])
+    if kept.size == 0:
+        return (math.nan, math.nan)
+    tail = (1.0 - confidence) / 2.0
+    return (float(np.quantile(kept, tail)), float(np.quantile(kept, 1.0 - tail)))
