@@ -10,6 +10,8 @@
   per round; accepted vs rejected edits per round; champions' select vs holdout.
 - measurement protocols: the paired difference of each count with its CI, the arms per
   template, cost per solved task with its missing-usage range (`cli.report_protocol`).
+- loops with a picture of their own (`OWN_PICTURES`: dream_rsi, research_world_models,
+  graphskillevo, trace, cover, codemidas, dense, skilllift, ...): `cli/report_<picture>.py`.
 - training loops: loss per optimizer step; select accuracy per evaluated checkpoint with
   the warm start as a horizontal line and the registered policy's holdout accuracy.
 
@@ -27,6 +29,26 @@ from storage.catalog import connect
 from storage.store import open_store
 
 HINT = "list runs with `ratchet runs`"
+
+OWN_PICTURES: dict[str, tuple[str, str]] = {
+    "dream_rsi": ("dream", "replay cost"),
+    "research_world_models": ("rwm", "Regret@k"),
+    "graphskillevo": ("gse", "validation success"),
+    "trace": ("trace", "Δreward"),
+    "cover": ("cover", "mutant-kill AUC"),
+    "codemidas": ("codemidas", "mutation score"),
+    "dense": ("dense", "strict pass"),
+    "skilllift": ("skilllift", "real success"),
+}
+"""Loops drawn by a module of their own: loop -> (picture, metric). Picture ``X`` is
+``cli/report_X.py`` with ``X_build(con, run_id) -> (series, why empty)``,
+``X_figure(series)`` and ``X_caption(series)``."""
+
+
+def picture_module(picture: str):
+    import importlib
+
+    return importlib.import_module(f"cli.report_{picture}")
 
 
 class NothingToPlot(SystemExit):
@@ -64,46 +86,9 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
         if family == "nodes":
             metric, built = "composite", series_of.node_series(data.node_rows(con, run_id))
             empty = None if built.nodes else "no AIDE² node has been gated"
-        elif run["loop"] == "dream_rsi":
-            from cli.report_dream import dream_build
-
-            family = "dream"
-            metric, (built, empty) = "replay cost", dream_build(con, run_id)
-        elif run["loop"] == "research_world_models":
-            from cli.report_rwm import rwm_build
-
-            family = "rwm"
-            metric, (built, empty) = "Regret@k", rwm_build(con, run_id)
-        elif run["loop"] == "graphskillevo":
-            from cli.report_gse import gse_build
-
-            family = "gse"
-            metric, (built, empty) = "validation success", gse_build(con, run_id)
-        elif run["loop"] == "trace":
-            from cli.report_trace import trace_build
-
-            family = "trace"
-            metric, (built, empty) = "Δreward", trace_build(con, run_id)
-        elif run["loop"] == "cover":
-            from cli.report_cover import cover_build
-
-            family = "cover"
-            metric, (built, empty) = "mutant-kill AUC", cover_build(con, run_id)
-        elif run["loop"] == "codemidas":
-            from cli.report_codemidas import codemidas_build
-
-            family = "codemidas"
-            metric, (built, empty) = "mutation score", codemidas_build(con, run_id)
-        elif run["loop"] == "dense":
-            from cli.report_dense import dense_build
-
-            family = "dense"
-            metric, (built, empty) = "strict pass", dense_build(con, run_id)
-        elif run["loop"] == "skilllift":
-            from cli.report_skilllift import skilllift_build
-
-            family = "skilllift"
-            metric, (built, empty) = "real success", skilllift_build(con, run_id)
+        elif run["loop"] in OWN_PICTURES:
+            family, metric = OWN_PICTURES[run["loop"]]
+            built, empty = getattr(picture_module(family), f"{family}_build")(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -149,38 +134,9 @@ def draw(report: dict[str, Any]):
         from cli.report_protocol import protocol_caption, protocol_figure
 
         return protocol_figure(built), protocol_caption(built)
-    if family == "trace":
-        from cli.report_trace import trace_caption, trace_figure
-
-        return trace_figure(built), trace_caption(built)
-    if family == "dense":
-        from cli.report_dense import dense_caption, dense_figure
-
-        return dense_figure(built), dense_caption(built)
-    if family == "skilllift":
-        from cli.report_skilllift import skilllift_caption, skilllift_figure
-
-        return skilllift_figure(built), skilllift_caption(built)
-    if family == "dream":
-        from cli.report_dream import dream_caption, dream_figure
-
-        return dream_figure(built), dream_caption(built)
-    if family == "gse":
-        from cli.report_gse import gse_caption, gse_figure
-
-        return gse_figure(built), gse_caption(built)
-    if family == "rwm":
-        from cli.report_rwm import rwm_caption, rwm_figure
-
-        return rwm_figure(built), rwm_caption(built)
-    if family == "cover":
-        from cli.report_cover import cover_caption, cover_figure
-
-        return cover_figure(built), cover_caption(built)
-    if family == "codemidas":
-        from cli.report_codemidas import codemidas_caption, codemidas_figure
-
-        return codemidas_figure(built), codemidas_caption(built)
+    if family in {f for f, _ in OWN_PICTURES.values()}:
+        module = picture_module(family)
+        return getattr(module, f"{family}_figure")(built), getattr(module, f"{family}_caption")(built)
     if family == "nodes":
         figure = nodes_figure(built)
     elif family == "harness":

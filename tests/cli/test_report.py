@@ -227,3 +227,18 @@ def test_cover_pairs_each_problem_seed_of_both_checkpoints():
              {"ckpt": 0, "bench": "b", "seed": 0, "auc": 0.9}, {"ckpt": 4, "bench": "b", "seed": 0, "auc": 0.8}]
     assert paired_auc(evals) == [(0.5, 0.75), (0.9, 0.8)]  # a#1 has no uniform AUC: left out
     assert paired_auc(evals[:1]) == []
+
+
+def test_every_own_picture_is_a_module_with_its_three_functions_and_a_known_loop():
+    from pathlib import Path
+
+    from cli.report import OWN_PICTURES, picture_module
+    from schemas.loops import LOOP_SPECS
+
+    for loop, (picture, metric) in OWN_PICTURES.items():
+        assert loop in LOOP_SPECS and metric
+        module = picture_module(picture)
+        assert all(callable(getattr(module, f"{picture}_{part}")) for part in ("build", "figure", "caption"))
+    builders = {p.stem.removeprefix("report_") for p in Path("cli").glob("report_*.py")
+                if f"def {p.stem.removeprefix('report_')}_build(" in p.read_text()}
+    assert builders - {"protocol", "turns"} == {picture for picture, _ in OWN_PICTURES.values()}  # turns: protocol's
