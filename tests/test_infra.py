@@ -47,11 +47,15 @@ def test_deployments_run_on_the_embedded_default():
         assert "dask_address" not in deployment["parameters"]["config"], deployment["name"]
 
 
-def test_nightly_program_and_harness_searches_continue_from_the_champion():
+def test_every_loop_that_carries_a_champion_is_scheduled_to_continue_from_it():
+    from schemas.loops import STARTS_FROM_CHAMPION
+
+    scheduled = {}
     for deployment in DEPLOYMENTS:
         config = RunConfig(**deployment["parameters"]["config"])
-        if config.loop in ("evolve", "self_healing", "designer_rsi"):
-            assert config.start_from == "champion", deployment["name"]
+        scheduled.setdefault(config.loop, []).append(config.start_from)
+    for loop in STARTS_FROM_CHAMPION:
+        assert scheduled.get(loop) and set(scheduled[loop]) == {"champion"}, loop
 
 
 def test_the_llm_service_serves_a_pinned_model_only_when_asked_for():
