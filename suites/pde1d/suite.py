@@ -72,7 +72,8 @@ CONFIG_SPACE = {CONFIG_SPACE!r}
 _TRAINED = {{}}
 '''
 _TRAINED: dict[str, tuple] = {}
-"""Fine-tuned weights per (config, target data), in whichever process runs ``run``."""
+"""Training trajectories per target, and fine-tuned weights per (config, pretrained
+weights, target), in whichever process runs ``run``."""
 
 
 def run(fn, payload):
@@ -82,12 +83,14 @@ def run(fn, payload):
     if reason:
         return {"invalid": reason}
     target, grid = payload["target"], payload["grid"]
-    key = json.dumps([config, target, grid, payload["train_seeds"]], sort_keys=True)
+    data_key = json.dumps([target, grid, payload["train_seeds"]], sort_keys=True)
+    if data_key not in _TRAINED:
+        _TRAINED[data_key] = trajectories(target["family"], target["coef"], payload["train_seeds"], grid["n"],
+                                          grid["dt"], grid["steps"], grid["refine"])
+    key = json.dumps([config, payload["pretrained"], data_key], sort_keys=True)
     if key not in _TRAINED:
-        train = trajectories(target["family"], target["coef"], payload["train_seeds"], grid["n"], grid["dt"],
-                             grid["steps"], grid["refine"])
         pretrained = np.array(payload["pretrained"]["re"]) + 1j * np.array(payload["pretrained"]["im"])
-        _TRAINED[key] = fine_tune(pretrained, train, config)
+        _TRAINED[key] = fine_tune(pretrained, _TRAINED[data_key], config)
     weights, losses = _TRAINED[key]
     pred = rollout(weights, np.array(payload["u0"], dtype=float), grid["steps"])
     return {"config": config, "pred": pred.tolist(), "train_loss": [losses[0], losses[-1]]}
