@@ -11,7 +11,8 @@ from schemas.loops import LOOP_SPECS, config_class
 
 SPLITS = ("train", "select", "holdout", "protected", "test")
 SUITE_LOOPS = {"circle_packing": "evolve", "bin_packing": "evolve", "lasso": "evolve", "spin": "evolve",
-               "codemidas": "evolve", "openevolve": "evolve", "toolsim": "self_healing", "arith": "grpo"}
+               "codemidas": "evolve", "openevolve": "evolve", "pde1d": "evolve", "toolsim": "self_healing",
+               "arith": "grpo"}
 """A loop that runs on each suite: the suite is built as that loop's run would build it."""
 
 

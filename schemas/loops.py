@@ -26,7 +26,7 @@ from schemas.skilllift import SkillLiftConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
-_PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas", "openevolve")
+_PROGRAM_SUITES = ("circle_packing", "bin_packing", "lasso", "spin", "codemidas", "openevolve", "pde1d")
 _TRAINING = "optimizer steps"
 
 

@@ -10,6 +10,7 @@ from suites.circle_packing import CirclePacking
 from suites.codemidas import CodeMidas
 from suites.lasso import Lasso
 from suites.openevolve import OpenEvolve
+from suites.pde1d import Pde1d
 from suites.spin import Spin
 from suites.toolsim import ToolSim
 
@@ -21,6 +22,7 @@ SUITES: dict[str, type[Suite]] = {
     Spin.name: Spin,
     CodeMidas.name: CodeMidas,
     OpenEvolve.name: OpenEvolve,
+    Pde1d.name: Pde1d,
 }
 
 
