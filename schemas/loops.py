@@ -20,6 +20,7 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 from schemas.cover import CoverConfig
+from schemas.rsi_anything import RSIAnythingConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -213,10 +214,19 @@ class CoverRun(RunConfig):
     cover: CoverConfig = CoverConfig()
 
 
+class RSIAnythingRun(RunConfig):
+    SPEC = LoopSpec(name="rsi_anything", modifies="scheduler", family="search", suites=("bin_packing",),
+                    paper="RSI-Anything: the predictor changes too, so accept the pair, not the parts",
+                    budget_counts="rounds (candidates_per_round proposals, one executed)", default_budget=6)
+    loop: Literal["rsi_anything"] = "rsi_anything"
+    rsi_anything: RSIAnythingConfig = RSIAnythingConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
     BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun, CoverRun,
+    RSIAnythingRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

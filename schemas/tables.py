@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
+
 from schemas.rows import (
     CandidateRow,
     CaseRow,
@@ -47,6 +49,10 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("nodes", NodeRow, ("run_id", "node_id")),
         TableSpec("decisions", DecisionRow, ("run_id", "candidate_id", "conv_id", "turn")),
         TableSpec("closed_loop", ClosedLoopRow, ("run_id", "candidate_id", "conv_id")),
+        TableSpec("rsi_candidates", RSICandidateRow, ("run_id", "round", "phase", "batch", "policy_ver", "cand_id")),
+        TableSpec("rsi_executions", RSIExecutionRow, ("run_id", "phase", "round", "cand_id", "parent_id")),
+        TableSpec("wm_versions", WMVersionRow, ("run_id", "round", "ver")),
+        TableSpec("pair_checks", PairCheckRow, ("run_id", "round")),
     )
 }
 

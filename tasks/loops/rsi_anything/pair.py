@@ -49,19 +49,20 @@ class Policy:
         return cls(tuple(float(w[op]) for op in OPERATORS))
 
 
-def bandit_update(policy: Policy, outcomes: Sequence[tuple[str, float]], lr: float, floor: float) -> Policy:
+def bandit_update(policy: Policy, outcomes: Sequence[tuple[str, float]], lr: float, floor: float,
+                  scale: float) -> Policy:
     """Exponential-weights update from (operator, gain) outcomes: each operator's log
-    weight moves by `lr` times the mean of (gain > 0) minus the overall improve rate over
-    its outcomes; probabilities are then floored at `floor` and renormalised (no arm dies).
-    No outcomes: the policy unchanged."""
+    weight moves by `lr` times (its mean gain − the mean gain of all outcomes) / `scale`
+    (gains are clipped to ±scale, so the step is at most 2·lr); probabilities are then
+    floored at `floor` and renormalised (no arm dies). No outcomes: the policy unchanged."""
     if not outcomes:
         return policy
-    rate = sum(g > 0 for _, g in outcomes) / len(outcomes)
+    overall = sum(g for _, g in outcomes) / len(outcomes)
     logw = [math.log(p) for p in policy.probs]
     for i, op in enumerate(OPERATORS):
-        mine = [g > 0 for o, g in outcomes if o == op]
+        mine = [g for o, g in outcomes if o == op]
         if mine:
-            logw[i] += lr * (sum(mine) / len(mine) - rate)
+            logw[i] += lr * (sum(mine) / len(mine) - overall) / scale
     top = max(logw)
     raw = [math.exp(v - top) for v in logw]
     probs = [max(floor, r / sum(raw)) for r in raw]
@@ -94,6 +95,8 @@ class WorldModel:
     coef: tuple[float, ...]
     intercept: float
     train_pairs: int
+    train_ops: tuple[str, ...] = ()
+    """The operators its training children used (what its coverage is measured against)."""
 
     @classmethod
     def zero(cls) -> "WorldModel":
@@ -104,12 +107,12 @@ class WorldModel:
 
     def code(self) -> str:
         return json.dumps({"wm": {"coef": list(self.coef), "intercept": self.intercept,
-                                  "train_pairs": self.train_pairs}}, sort_keys=True)
+                                  "train_pairs": self.train_pairs, "train_ops": list(self.train_ops)}}, sort_keys=True)
 
     @classmethod
     def from_code(cls, code: str) -> "WorldModel":
         w = json.loads(code)["wm"]
-        return cls(tuple(w["coef"]), float(w["intercept"]), int(w["train_pairs"]))
+        return cls(tuple(w["coef"]), float(w["intercept"]), int(w["train_pairs"]), tuple(w["train_ops"]))
 
 
 def fit_ridge(xs: Sequence[Sequence[float]], ys: Sequence[float], lam: float) -> WorldModel:
@@ -122,7 +125,8 @@ def fit_ridge(xs: Sequence[Sequence[float]], ys: Sequence[float], lam: float) ->
     xc = x - mx  # (n, d)
     coef = np.linalg.solve(xc.T @ xc + lam * np.eye(x.shape[1]), xc.T @ (y - my))
     intercept = my - float(mx @ coef)
-    return WorldModel(tuple(round(float(c), 9) for c in coef), round(float(intercept), 9), len(ys))
+    ops = tuple(op for i, op in enumerate(OPERATORS) if x.shape[1] == len(FEATURES) and x[:, i].any())
+    return WorldModel(tuple(round(float(c), 9) for c in coef), round(float(intercept), 9), len(ys), ops)
 
 
 def clip_gain(gain: float, clip: float) -> float:

@@ -11,26 +11,30 @@ from tasks.loops.rsi_anything.pair import (
 )
 
 
-def test_bandit_moves_weight_to_the_operator_that_improved_and_keeps_a_floor():
+def test_bandit_moves_weight_to_the_operator_that_gained_and_keeps_a_floor():
     start = Policy.uniform()
-    new = bandit_update(start, [("constant", 0.5), ("statement", -1.0)], lr=1.0, floor=0.05)
+    new = bandit_update(start, [("constant", 0.5), ("statement", -1.5)], lr=1.0, floor=0.05, scale=2.0)
     w = new.weights()
-    # rate 1/2: constant +0.5, statement -0.5 in log space; others unchanged
+    # mean gain -0.5: constant (0.5 + 0.5) / 2 = +0.5, statement (-1.5 + 0.5) / 2 = -0.5 in log space
     raw = {op: math.exp({"constant": 0.5, "statement": -0.5}.get(op, 0.0)) for op in OPERATORS}
     total = sum(raw.values())
     assert w["constant"] == pytest.approx(raw["constant"] / total, abs=1e-6)
     assert w["statement"] == pytest.approx(raw["statement"] / total, abs=1e-6)
+    assert w["compare"] == pytest.approx(1 / total, abs=1e-6)
     assert sum(w.values()) == pytest.approx(1.0, abs=1e-5)
-    assert bandit_update(start, [], 1.0, 0.05) == start
-    floored = bandit_update(start, [("constant", 1.0)] + [("operator", -1.0)] * 1, lr=50.0, floor=0.05)
+    assert bandit_update(start, [], 1.0, 0.05, 1.0) == start
+    assert bandit_update(start, [("constant", 0.0), ("compare", 0.0)], 1.0, 0.05, 1.0) == start  # no signal
+    floored = bandit_update(start, [("constant", 1.0), ("operator", -1.0)], lr=50.0, floor=0.05, scale=1.0)
     assert min(floored.probs) >= 0.05 / (1 + 0.05 * 4) - 1e-6
 
 
 def test_policy_and_wm_round_trip_through_their_code():
     p = Policy((0.1, 0.2, 0.3, 0.2, 0.2))
     assert Policy.from_code(p.code()) == p
-    wm = WorldModel((1.0,) * 8, 0.5, 3)
+    wm = WorldModel((1.0,) * 8, 0.5, 3, ("constant",))
     assert WorldModel.from_code(wm.code()) == wm
+    fitted = fit_ridge([(1.0, 0, 0, 0, 0, 1, 0.1, 0), (0, 0, 1.0, 0, 0, 2, 0, 0.1)], [0.5, -0.5], 1.0)
+    assert fitted.train_ops == ("constant", "compare")
 
 
 def test_code_features_count_the_operator_edits_and_constant_shift():
