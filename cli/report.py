@@ -5,6 +5,8 @@
   staircase and the suite's published reference where one exists; candidates that timed
   out, crashed or returned an invalid output are counted in a strip of their own (never
   drawn as a score of 0); champions' select vs holdout score by version.
+- rsi_anything: the WM's predicted vs actual gain per version and each pair check
+  (`cli.report_rsi`).
 - aide2: the node tree's hidden vs public composite per node and the best so far.
 - harness loops: each gated edit's success on the gate's cases next to the champion's,
   per round; accepted vs rejected edits per round; champions' select vs holdout.
@@ -74,6 +76,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "rwm"
             metric, (built, empty) = "Regret@k", rwm_build(con, run_id)
+        elif run["loop"] == "rsi_anything":
+            from cli.report_rsi import rsi_build
+
+            family = "rsi"
+            metric, (built, empty) = "pick gain", rsi_build(con, run_id)
         elif run["loop"] == "trace":
             from cli.report_trace import trace_build
 
@@ -136,6 +143,10 @@ def draw(report: dict[str, Any]):
         from cli.report_rwm import rwm_caption, rwm_figure
 
         return rwm_figure(built), rwm_caption(built)
+    if family == "rsi":
+        from cli.report_rsi import rsi_caption, rsi_figure
+
+        return rsi_figure(built), rsi_caption(built)
     if family == "nodes":
         figure = nodes_figure(built)
     elif family == "harness":

@@ -102,6 +102,10 @@ def test_the_tables_answer_in_sql_and_a_second_call_adds_nothing(ran):
     status = sql(store, "SELECT run_id, count(*) AS n FROM wm_versions WHERE status <> 'candidate' "
                         "GROUP BY run_id ORDER BY run_id").to_pylist()
     assert status == [{"run_id": "pair", "n": 4}, {"run_id": "parts", "n": 4}]  # round 0's fit, then one check a round
+    fit = sql(store, "SELECT train_pairs FROM wm_versions WHERE run_id = 'pair' AND status = 'initial'").to_pylist()
+    assert fit == [{"train_pairs": TINY["warmup"]}]  # WM v0 is fitted on the warm-up children
+    (v0,) = [w.ver for w in store.read_rows("wm_versions", "pair") if w.status == "initial"]
+    assert {c.wm_ver for c in store.read_part("rsi_candidates", "pair", "online", "r0001")} == {v0}
     calls = sql(store, "SELECT sum(test_calls) AS n FROM rsi_executions WHERE run_id = 'pair' AND phase = 'online'")
     assert calls.to_pylist() == [{"n": summaries["pair"]["online_calls"]}]
     best = sql(store, "SELECT holdout_score AS h FROM registry WHERE run_id = 'pair' AND name LIKE '%-best'").to_pylist()

@@ -149,9 +149,10 @@ def gains(ref: RunRef) -> dict[tuple[str, str], float]:
 
 
 def before_distill(row: RSICandidateRow, r: int) -> bool:
-    """Whether round `r`'s distill stage may see the row: earlier rounds, and round `r`'s
-    online draw (its validation comes after), so a rerun sees what the first run saw."""
-    return row.round < r or (row.round == r and row.phase == "online")
+    """Whether round `r`'s distill stage (round 0: the warm-up fit) may see the row:
+    earlier rounds, and round `r`'s warm-up or online draw (its validation comes after),
+    so a rerun sees what the first run saw."""
+    return row.round < r or (row.round == r and row.phase in ("warmup", "online"))
 
 
 def training_data(ref: RunRef, r: int) -> tuple[list[list[float]], list[float]]:
@@ -159,7 +160,7 @@ def training_data(ref: RunRef, r: int) -> tuple[list[list[float]], list[float]]:
     known, seen, xs, ys = gains(ref), set(), [], []
     for c in store_for(ref.store_uri).read_rows("rsi_candidates", ref.run_id):
         k = (c.cand_id, c.parent_id)
-        if not before_distill(c, r):
+        if not c.selected or not before_distill(c, r):  # an unpicked child may run later, in a later draw
             continue
         if k in known and k not in seen:
             seen.add(k)
