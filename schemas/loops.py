@@ -220,6 +220,8 @@ class RSIAnythingRun(RunConfig):
                     budget_counts="rounds (candidates_per_round proposals, one executed)", default_budget=6)
     loop: Literal["rsi_anything"] = "rsi_anything"
     rsi_anything: RSIAnythingConfig = RSIAnythingConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """The chat endpoint's parameters when `proposer='llm'` (the LLM is then the coder)."""
 
 
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (

@@ -77,7 +77,12 @@ def _numbers(source: str) -> list[float]:
 def code_features(parent: str, child: str, operator: str, edits: int) -> tuple[float, ...]:
     """The WM's view of a child: one-hot operator, number of edits, the summed |log ratio|
     of its numeric literals against the parent's (1 per literal count change; capped at 5),
-    and the AST node-count change / 10."""
+    and the AST node-count change / 10. A child that does not parse (an LLM answer that
+    gave no program) has the largest shift and no size change."""
+    try:
+        ast.parse(child)
+    except SyntaxError:
+        return (*(float(operator == op) for op in OPERATORS), float(edits), 5.0, 0.0)
     a, b = _numbers(parent), _numbers(child)
     if len(a) == len(b):
         shift = sum(abs(math.log((abs(y) + 1e-6) / (abs(x) + 1e-6))) for x, y in zip(a, b))

@@ -8,7 +8,9 @@ hidden cases are the holdout split, run only for the registered program."""
 
 from __future__ import annotations
 
+import json
 import random
+from dataclasses import replace
 from statistics import fmean
 
 from prefect import task
@@ -17,8 +19,9 @@ from schemas.configs import EvolveConfig
 from schemas.ids import seed_for
 from schemas.rows import CandidateRow
 from schemas.rsi_anything import RSICandidateRow, RSIExecutionRow, WMVersionRow
-from tasks.loops.rsi_anything.pair import Policy, WorldModel, clip_gain, code_features, fit_ridge, pick
+from tasks.loops.rsi_anything.pair import OPERATORS, Policy, WorldModel, clip_gain, code_features, fit_ridge, pick
 from tasks.proposers.base import ParentInfo, Proposal
+from tasks.proposers.llm import LLMProposer, load_prompt
 from tasks.proposers.mutate import MutationProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
@@ -83,12 +86,28 @@ def wm_of(ref: RunRef, cid: str) -> WorldModel:
 
 
 def proposals(ref: RunRef, parent_id: str, policy: Policy, n: int, seed: int) -> list[Proposal]:
-    """`n` children of the parent from the policy's operator distribution (`mutate`, no crossover)."""
+    """`n` children of the parent from the policy's operator distribution: `mutate` (no
+    crossover) by default; with `proposer='llm'` the chat model writes each child, asked
+    for an edit of the operator the policy drew (`rsi_anything_coder.txt`)."""
     source = store_for(ref.store_uri).get_blob(parent_id).decode()
+    rng, parent = random.Random(seed), ParentInfo(parent_id, source, None)
+    if run_config(ref).proposer == "llm":
+        return [llm_child(ref, parent, policy, rng) for _ in range(n)]
     proposer = MutationProposer(EvolveConfig(mutations_per_child=section(ref).mutations_per_child, crossover_rate=0.0),
                                 operator_prior=policy.weights())
-    rng = random.Random(seed)
-    return [proposer.propose([ParentInfo(parent_id, source, None)], rng) for _ in range(n)]
+    return [proposer.propose([parent], rng) for _ in range(n)]
+
+
+def llm_child(ref: RunRef, parent: ParentInfo, policy: Policy, rng: random.Random) -> Proposal:
+    """One LLM-written child asked for an edit of a policy-drawn operator; the proposal's
+    operator is that operator (what the bandit credits). An answer that gives no program
+    stays a recorded candidate that fails in the sandbox."""
+    suite = run_suite(ref)
+    operator = rng.choices(OPERATORS, policy.probs)[0]
+    hints = json.loads(load_prompt("rsi_anything_operators.json"))
+    coder = LLMProposer(run_config(ref).evolve, task_description=f"{suite.candidate}. Edit asked for: "
+                        f"{hints[operator]}.", entrypoint=suite.entrypoint, user_prompt="rsi_anything_coder.txt")
+    return replace(coder.propose([parent], rng), operator=operator)
 
 
 def draw(ref: RunRef, r: int, phase: str, batch: int, parent_id: str, policy_id: str, wm_id: str, n: int,

@@ -99,3 +99,8 @@ def test_the_pair_gate_accepts_an_assembly_that_beats_the_old_pair():
     assert ev["ci"][0] >= 1.0 and ev["ci"][1] <= 1.5
     none = pair_gate(OLD_WM, None, old, None, "parts")
     assert none[:3] == (False, False, False)
+
+
+def test_a_child_that_does_not_parse_gets_the_largest_shift():
+    assert code_features("def f():\n    return 1\n", '{"reason": "no edit",', "compare", 1) == \
+        (0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 5.0, 0.0)
