@@ -5,6 +5,8 @@
   staircase and the suite's published reference where one exists; candidates that timed
   out, crashed or returned an invalid output are counted in a strip of their own (never
   drawn as a score of 0); champions' select vs holdout score by version.
+- rsi_anything: the WM's predicted vs actual gain per version and each pair check
+  (`cli.report_rsi`).
 - aide2: the node tree's hidden vs public composite per node and the best so far.
 - harness loops: each gated edit's success on the gate's cases next to the champion's,
   per round; accepted vs rejected edits per round; champions' select vs holdout.
@@ -33,6 +35,7 @@ HINT = "list runs with `ratchet runs`"
 OWN_PICTURES: dict[str, tuple[str, str]] = {
     "dream_rsi": ("dream", "replay cost"),
     "research_world_models": ("rwm", "Regret@k"),
+    "rsi_anything": ("rsi", "pick gain"),
     "graphskillevo": ("gse", "validation success"),
     "trace": ("trace", "Δreward"),
     "cover": ("cover", "mutant-kill AUC"),

@@ -23,6 +23,7 @@ from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.skilllift import SkillLiftConfig
+from schemas.rsi_anything import RSIAnythingConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -258,6 +259,16 @@ class SkillLiftRun(_HarnessRun):
     skilllift: SkillLiftConfig = SkillLiftConfig()
 
 
+class RSIAnythingRun(RunConfig):
+    SPEC = LoopSpec(name="rsi_anything", modifies="scheduler", family="search", suites=("bin_packing",),
+                    paper="RSI-Anything: the predictor changes too, so accept the pair, not the parts",
+                    budget_counts="rounds (candidates_per_round proposals, one executed)", default_budget=6)
+    loop: Literal["rsi_anything"] = "rsi_anything"
+    rsi_anything: RSIAnythingConfig = RSIAnythingConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """The chat endpoint's parameters when `proposer='llm'` (the LLM is then the coder)."""
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -265,6 +276,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     CodeMidasRun,
     DenseRun,
     SkillLiftRun,
+    RSIAnythingRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
+from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
 from schemas.rows import (
     AttemptRow,
     CandidateRow,
@@ -59,6 +60,10 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gse_val_scores", GSEValScoreRow, ("run_id", "skill_id")),
         TableSpec("gse_population", GSEPopulationRow, ("run_id", "gen", "skill_id")),
         TableSpec("gse_test", GSETestRow, ("run_id", "skill_id", "task_id")),
+        TableSpec("rsi_candidates", RSICandidateRow, ("run_id", "round", "phase", "batch", "policy_ver", "cand_id")),
+        TableSpec("rsi_executions", RSIExecutionRow, ("run_id", "phase", "round", "cand_id", "parent_id")),
+        TableSpec("wm_versions", WMVersionRow, ("run_id", "round", "ver")),
+        TableSpec("pair_checks", PairCheckRow, ("run_id", "round")),
     )
 }
 

@@ -199,6 +199,7 @@ class LLMProposer:
         entrypoint: str = "",
         env: Mapping[str, str] | None = None,
         temperature: float = 0.8,
+        user_prompt: str = "evolve_user.txt",
     ) -> None:
         env = os.environ if env is None else env
         self.config = config
@@ -211,7 +212,8 @@ class LLMProposer:
         self.max_tokens = config.llm_max_tokens
         self.temperature = temperature
         self.system_prompt = load_prompt("system.txt")
-        self.user_template = string.Template(load_prompt("evolve_user.txt"))
+        self.user_template = string.Template(load_prompt(user_prompt))
+        """The user message's template (a file in ``prompts/`` with the same placeholders)."""
 
     def available(self) -> tuple[bool, str]:
         if self.base_url is None or self.model is None:

@@ -30,7 +30,7 @@ import copy
 import functools
 import random
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from schemas.configs import MUTATION_OPERATORS, EvolveConfig
 from suites.blocks import join_block, split_block
@@ -84,8 +84,11 @@ class MutationProposer:
 
     name = "mutate"
 
-    def __init__(self, config: EvolveConfig) -> None:
+    def __init__(self, config: EvolveConfig, operator_prior: Mapping[str, float] | None = None) -> None:
         self.config = config
+        self.operator_prior = dict(operator_prior or {})
+        """A weight per operator multiplying its failure-memory weight (a proposing
+        policy's operator distribution, e.g. rsi_anything's bandit); missing: 1."""
 
     def available(self) -> tuple[bool, str]:
         return True, "the mutate proposer needs nothing external"
@@ -115,6 +118,7 @@ class MutationProposer:
         base = _parse(parents[0])
         donor = _parse(parents[1]) if len(parents) > 1 else None
         weights = operator_weights(self.config, failure_memory)
+        weights = {op: w * self.operator_prior.get(op, 1.0) for op, w in weights.items()}
         feasible = [op for op in MUTATIONS if MUTATIONS[op](base)]
         can_cross = donor is not None and bool(crossover_sites(base, donor, parents[1].candidate_id))
         if not feasible and not can_cross:

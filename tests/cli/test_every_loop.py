@@ -4,7 +4,8 @@ paired comparison), and answers in `ratchet sql`.
 evolve and aide2 have their own CLI tests (test_commands, test_resume, the demo); dream_rsi registers
 a policy, not a program with a holdout score (tests/flows/test_dream_rsi.py); evoalloc's default
 suite (bin_packing) scores below 0 (tests/flows/test_evoalloc.py runs it from the CLI), and so does
-research_world_models' lasso (tests/flows/test_research_world_models.py)."""
+research_world_models' lasso (tests/flows/test_research_world_models.py); rsi_anything (bin_packing too) is
+in NEGATIVE_ARGS: its registered program's held-out excess over the L1 bound is never negative."""
 
 import json
 
@@ -51,6 +52,11 @@ PROTOCOL_ARGS = {
     "dense": ["--budget", "1", "--param", "instances_per_template=2", "--set", "dense.methods=[none, tree]"],
 }
 """Measurement protocols register no champion: their result is the gate's paired comparison."""
+NEGATIVE_ARGS = {
+    "rsi_anything": ["--budget", "1", "--param", "datasets=or1", "--set", "rsi_anything.warmup=2",
+                     "--set", "rsi_anything.val_batches=1", "--set", "rsi_anything.val_children=2"],
+}
+"""Loops on bin_packing: the champion's held-out `neg_excess_pct` is at most 0 (L1 is a lower bound)."""
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +68,7 @@ def test_the_table_covers_every_loop_without_its_own_cli_test():
     from flows import LOOPS
 
     assert set(LOOPS) - {"evolve", "aide2", "dream_rsi", "evoalloc", "research_world_models"} == \
-        set(LOOP_ARGS) | set(PROTOCOL_ARGS)
+        set(LOOP_ARGS) | set(PROTOCOL_ARGS) | set(NEGATIVE_ARGS)
 
 
 @pytest.mark.parametrize("loop", sorted(LOOP_ARGS))
@@ -87,3 +93,15 @@ def test_protocol_runs_from_the_cli_and_answers_with_paired_cis(store, loop):
     assert answer.exit_code == 0, answer.output
     rows = json.loads(answer.output)
     assert rows and all(r["ci_low"] <= r["delta"] <= r["ci_high"] for r in rows)
+
+
+@pytest.mark.parametrize("loop", sorted(NEGATIVE_ARGS))
+def test_bin_packing_loop_runs_from_the_cli_and_registers_a_champion_below_zero(store, loop):
+    result = runner.invoke(app, ["run", loop, "--store", store, "--no-tracking", *NEGATIVE_ARGS[loop]])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    query = (f"SELECT r.run_id, max(g.holdout_score) AS holdout FROM runs r JOIN registry g USING (run_id) "
+             f"WHERE r.loop = '{loop}' AND g.holdout_score IS NOT NULL GROUP BY r.run_id")
+    answer = runner.invoke(app, ["sql", query, "--store", store, "--format", "json"])
+    assert answer.exit_code == 0, answer.output
+    (row,) = json.loads(answer.output)
+    assert -100.0 < row["holdout"] <= 0.0

@@ -243,3 +243,12 @@ def test_bad_parents_are_named():
 
 def test_mutate_is_always_available():
     assert MutationProposer(EvolveConfig()).available()[0] is True
+
+
+def test_an_operator_prior_steers_which_operator_a_child_uses():
+    parent = ParentInfo("p", "def f(x, y):\n    a = x * 2.0\n    b = y + 1.0\n    return a < b\n", None)
+    prior = {"constant": 1.0, "operator": 1e-9, "compare": 1e-9, "statement": 1e-9, "swap_lines": 1e-9}
+    proposer = MutationProposer(EvolveConfig(crossover_rate=0.0), operator_prior=prior)
+    assert {proposer.propose([parent], random.Random(seed)).operator for seed in range(20)} == {"constant"}
+    plain = MutationProposer(EvolveConfig(crossover_rate=0.0))
+    assert len({plain.propose([parent], random.Random(seed)).operator for seed in range(20)}) > 1
