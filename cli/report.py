@@ -104,6 +104,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "skilllift"
             metric, (built, empty) = "real success", skilllift_build(con, run_id)
+        elif run["loop"] == "moscopt":
+            from cli.report_moscopt import moscopt_build
+
+            family = "moscopt"
+            metric, (built, empty) = "validation success", moscopt_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -161,6 +166,10 @@ def draw(report: dict[str, Any]):
         from cli.report_skilllift import skilllift_caption, skilllift_figure
 
         return skilllift_figure(built), skilllift_caption(built)
+    if family == "moscopt":
+        from cli.report_moscopt import moscopt_caption, moscopt_figure
+
+        return moscopt_figure(built), moscopt_caption(built)
     if family == "dream":
         from cli.report_dream import dream_caption, dream_figure
 

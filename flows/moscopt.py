@@ -38,11 +38,6 @@ def progress_total(config: MoscoptRun) -> int:
     return config.budget + 1
 
 
-def preflight(config: MoscoptRun) -> None:
-    if config.proposer == "llm":
-        raise ValueError("moscopt has no llm proposer yet; use the default (mutation operators)")
-
-
 @flow(name="moscopt", flow_run_name=flow_run_name)
 def moscopt(config: MoscoptRun, store_uri: str | None = None, run_id: str | None = None,
             parent_run_id: str | None = None) -> dict:

@@ -71,3 +71,14 @@ def test_each_decision_is_the_edits_validation_comparison(run):
     assert len(registry) == 1 + sum(d.decision == "accept" for d in decisions.values())
     assert all(r.holdout_score is not None for r in registry)
     assert summary["accepted"] == sum(e["accepted"] for e in edits.values())
+
+
+def test_the_report_reads_the_run_in_sql(run):
+    from cli.report_moscopt import moscopt_build, moscopt_caption, moscopt_figure
+    from storage.catalog import connect
+
+    store, *_ = run
+    series, empty = moscopt_build(connect(store), "moscopt-a")
+    assert empty is None and len(series.edits) == len(kind(store, "moscopt_edits"))
+    assert all(s["n_active"] >= s["n_success"] for s in series.stats)
+    assert moscopt_figure(series).axes and "stage 1" in moscopt_caption(series)

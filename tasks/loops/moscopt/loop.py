@@ -99,8 +99,10 @@ def mean_success(outcomes: Sequence[Outcome]) -> float:
 
 
 def run_round(index: int, state: State, memory: Memory, stats: Mapping[str, tuple[int, int]],
-              catalogue: Mapping[str, Any], knobs: Knobs, simulate: Simulate, seed: int) -> Round:
-    """Round ``index`` (1-based) from ``state``; ``memory`` is updated in place (EditAdam)."""
+              catalogue: Mapping[str, Any], knobs: Knobs, simulate: Simulate, seed: int,
+              proposer: Callable[..., Edit | None] = propose) -> Round:
+    """Round ``index`` (1-based) from ``state``; ``memory`` is updated in place (EditAdam).
+    ``proposer``: ``edits.propose`` (the default) or ``llm.LLMProposer`` (same signature)."""
     rng = random.Random(seed)
     stage = 0 if knobs.all_at_once else schedule(index, knobs.period, knobs.freeze_gating)
     train = simulate(state, "train")
@@ -108,7 +110,7 @@ def run_round(index: int, state: State, memory: Memory, stats: Mapping[str, tupl
         stats = update_stats(stats, o.loaded, bool(o.success))
     failures = [Failure(o.case_id, o.template, o.loaded) for o in train if not o.success]
     args = (state, memory, failures, catalogue, stats, knobs.k, knobs.max_pool, rng)
-    edit = all_at_once(*args) if knobs.all_at_once else propose(stage, *args)
+    edit = all_at_once(*args) if knobs.all_at_once else proposer(stage, *args)
     before = simulate(state, "select")
     if edit is None:
         return Round(index, stage, None, None, train, before, before, state, dict(stats))

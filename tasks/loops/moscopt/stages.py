@@ -35,7 +35,8 @@ from tasks.harness_loops.episodes import episodes, executions_of, run_missing
 from tasks.harness_loops.metrics import case_metrics
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.moscopt.catalogue import catalogue
-from tasks.loops.moscopt.edits import Memory
+from tasks.loops.moscopt.edits import Memory, propose
+from tasks.loops.moscopt.llm import LLMProposer
 from tasks.loops.moscopt.loop import Knobs, Outcome, Round, Simulate, mean_success, run_round
 from tasks.loops.moscopt.pool import State, seed_pool
 from tasks.loops.moscopt.tables import STATE, kind_rows, outcome_rows, round_rows, row, skill_rows, state_body
@@ -167,8 +168,10 @@ def edit_round(ref: RunRef, round_index: int) -> str:
         if not computed:
             state, memory, stats, edits = previous(ref, round_index - 1)
             seed = seed_for(run_config(ref).seed, "moscopt", round_index)
+            config = run_config(ref)
+            proposer = LLMProposer(config.evolve) if config.proposer == "llm" else propose
             computed.append((run_round(round_index, state, memory, stats, edits, knobs_of(ref),
-                                       sandboxed_simulator(ref, round_index), seed), memory, edits, state))
+                                       sandboxed_simulator(ref, round_index), seed, proposer), memory, edits, state))
         return computed[0]
 
     def distill() -> list[DistillateRow]:
