@@ -53,6 +53,8 @@ class Edit:
     """The skill id edited (stages 1, 3) or ``template:skill`` (stage 2)."""
     diff: str
     state: State
+    parents: tuple[str, ...] = ()
+    """The skills a new skill was made from (its ``skills.parents``)."""
 
     @property
     def key(self) -> str:
@@ -122,7 +124,7 @@ def _skill_edit(op: str, state: State, failures: Sequence[Failure], catalogue: M
         return None
     bundle = summarised(bundle)
     return Edit(1, op, target, f"{state.pool[target]['summary']} -> {bundle['summary']}",
-                replace_skill(state, target, bundle))
+                replace_skill(state, target, bundle), (target,))
 
 
 def _gating_edit(op: str, state: State, failures: Sequence[Failure], k: int, rng: random.Random) -> Edit | None:
@@ -176,7 +178,7 @@ def _pool_edit(op: str, state: State, stats: Mapping[str, tuple[int, int]], max_
     for template, row in grown.gating.items():
         if a in row or b in row:
             row[bundle_id(child)] = max(row.get(a, 0.0), row.get(b, 0.0))
-    return Edit(3, op, bundle_id(child), f"{op} {left['name']} + {right['name']}", grown)
+    return Edit(3, op, bundle_id(child), f"{op} {left['name']} + {right['name']}", grown, (a, b))
 
 
 def propose(stage: int, state: State, memory: Memory, failures: Sequence[Failure], catalogue: Mapping[str, Any],
@@ -209,4 +211,4 @@ def all_at_once(state: State, memory: Memory, failures: Sequence[Failure], catal
     if not parts:
         return None
     return Edit(0, "+".join(e.operator for e in parts), ",".join(e.target[:12] for e in parts),
-                " ; ".join(e.diff for e in parts), current)
+                " ; ".join(e.diff for e in parts), current, tuple(p for e in parts for p in e.parents))

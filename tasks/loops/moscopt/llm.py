@@ -56,7 +56,7 @@ class LLMProposer:
                 self.tokens += (call.tokens_in or 0) + (call.tokens_out or 0)
                 edited = bundle_of(document, bundle["name"])
                 return Edit(1, OPERATOR, target, f"{bundle['summary']} -> {edited['summary']}",
-                            replace_skill(state, target, edited))
+                            replace_skill(state, target, edited), (target,))
             except NoLLMEdit as reason:
                 self.unusable += 1
                 call = reason.proposal

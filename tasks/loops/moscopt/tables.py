@@ -66,7 +66,7 @@ def round_rows(ref: RunRef, rd: Round, before: State) -> list[DistillateRow]:
     if rd.edit is not None:
         accepted = rd.outcome.decision == "accept"
         new = [s for s in rd.edit.state.pool if s not in before.pool]
-        parents = {s: [rd.edit.target] if rd.edit.target in before.pool else [] for s in new}
+        parents = {s: [p for p in rd.edit.parents if p in before.pool] for s in new}
         rows += [*outcome_rows(ref, r, "select-edited", rd.after, rd.edit.state),
                  *skill_rows(ref, r, rd.edit.state, parents, rd.edit.operator, new),
                  row(ref, EDITS, r, {"id": rd.edit.key, "round": r, "stage": rd.edit.stage, "operator": rd.edit.operator,

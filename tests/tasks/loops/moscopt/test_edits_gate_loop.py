@@ -78,7 +78,17 @@ def test_skill_edit_touches_a_skill_loaded_on_a_failure():
     state = State.of([A, B])
     for seed in range(10):
         edit = propose(1, state, Memory(), [Failure("t/0", "t", (IB,))], CATALOGUE, {}, 1, 8, random.Random(seed))
-        assert edit.target == IB and IA in edit.state.pool
+        assert edit.target == IB and IA in edit.state.pool and edit.parents == (IB,)
+
+
+def test_combine_and_breed_record_both_parents():
+    state = State.of([A, B], {"t": {IA: 3.0}})
+    memory = Memory(experience={"eliminate": -1.0})
+    edit = next(e for s in range(30) if (e := propose(3, state, memory, [], CATALOGUE, {}, 1, 8,
+                                                      random.Random(s))).operator == "combine")
+    assert set(edit.parents) == {IA, IB} and edit.target in edit.state.pool
+    assert edit.state.pool[edit.target]["rules"] in ([RETRY, PAGE], [PAGE, RETRY])
+    assert edit.state.gating["t"][edit.target] == 3.0
 
 
 def test_all_at_once_applies_one_edit_per_stage():
