@@ -42,6 +42,7 @@ OWN_PICTURES: dict[str, tuple[str, str]] = {
     "codemidas": ("codemidas", "mutation score"),
     "dense": ("dense", "strict pass"),
     "skilllift": ("skilllift", "real success"),
+    "moscopt": ("moscopt", "validation success"),
 }
 """Loops drawn by a module of their own: loop -> (picture, metric). Picture ``X`` is
 ``cli/report_X.py`` with ``X_build(con, run_id) -> (series, why empty)``,

@@ -22,6 +22,7 @@ from schemas.post_training import (
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
+from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
@@ -269,6 +270,15 @@ class RSIAnythingRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM is then the coder)."""
 
 
+class MoscoptRun(_HarnessRun):
+    SPEC = LoopSpec(name="moscopt", modifies="skills", family="harness", suites=("toolsim",),
+                    paper="MOSCOPT: improve the skills and also when to load which skills",
+                    budget_counts="edit rounds (one gated edit of the skill pool or the gating skill)",
+                    default_budget=12, starts_from_champion=False)
+    loop: Literal["moscopt"] = "moscopt"
+    moscopt: MoscoptConfig = MoscoptConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -277,6 +287,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     DenseRun,
     SkillLiftRun,
     RSIAnythingRun,
+    MoscoptRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -25,18 +25,16 @@ not built.
 from __future__ import annotations
 
 import copy
-import json
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from schemas.ids import content_id
 from suites.toolsim.harness import HarnessError, parse_harness
-from suites.toolsim.tools import ERROR_CODES
+from tasks.harness_loops.catalogue import rule_catalogue
 from tasks.harness_loops.documents import harness_source
 from tasks.loops.skilllift.rubric import rubric_score
-from tasks.proposers.rule_evidence import Evidence, Trace
-from tasks.proposers.rules import RuleProposer
+from tasks.proposers.rule_evidence import Trace
 
 OPERATORS = ("add", "remove", "retry_max", "widen")
 MAX_RETRIES = 5
@@ -66,18 +64,8 @@ def skill_id(document: Mapping[str, Any]) -> str:
 
 
 def catalogue(traces: Sequence[Trace], seed: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The run's mutation catalogue: the rule proposer's rules from the initial skill's
-    failures, then a wildcard retry for every error code; ids unique, in a fixed order."""
-    found = [c.item for c in RuleProposer().candidates(Evidence.of(traces), seed) if c.edit == "add_rule"]
-    found += [{"id": f"retry-any-{code}", "trigger": {"on_error": code, "tool": "*"},
-               "action": {"retry": {"max": 2}}} for code in ERROR_CODES]
-    out, seen = [], set()
-    for rule in found:
-        body = json.dumps({k: v for k, v in rule.items() if k != "id"}, sort_keys=True)
-        if rule["id"] not in seen and body not in seen:
-            seen.update((rule["id"], body))
-            out.append(copy.deepcopy(rule))
-    return out
+    """The run's mutation catalogue (``harness_loops.catalogue.rule_catalogue``)."""
+    return rule_catalogue(traces, seed)
 
 
 def _edited(op: str, rules: list, catalogue: Sequence, rng: random.Random) -> bool:

@@ -1,0 +1,1 @@
+"""MOSCOPT: co-evolve a pool of skills and the gating skill that loads K of them."""
