@@ -23,6 +23,7 @@ from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.skilllift import SkillLiftConfig
+from schemas.rsiagent import RSIAgentConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -258,6 +259,15 @@ class SkillLiftRun(_HarnessRun):
     skilllift: SkillLiftConfig = SkillLiftConfig()
 
 
+class RSIAgentRun(_HarnessRun):
+    SPEC = LoopSpec(name="rsiagent", modifies="memory", family="harness", suites=("toolsim",),
+                    paper="RSIAgent: practice in a new environment first, then carry verified experience to "
+                          "target tasks", budget_counts="practice rounds (breadth, then depth)", default_budget=6,
+                    starts_from_champion=True)
+    loop: Literal["rsiagent"] = "rsiagent"
+    rsiagent: RSIAgentConfig = RSIAgentConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -265,6 +275,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     CodeMidasRun,
     DenseRun,
     SkillLiftRun,
+    RSIAgentRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

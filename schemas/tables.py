@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rows import (
     AttemptRow,
@@ -59,6 +60,10 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gse_val_scores", GSEValScoreRow, ("run_id", "skill_id")),
         TableSpec("gse_population", GSEPopulationRow, ("run_id", "gen", "skill_id")),
         TableSpec("gse_test", GSETestRow, ("run_id", "skill_id", "task_id")),
+        TableSpec("rsa_practice", RSAPracticeRow, ("run_id", "task_id")),
+        TableSpec("rsa_runs", RSARunRow, ("run_id", "id")),
+        TableSpec("rsa_memory", RSAMemoryRow, ("run_id", "ver", "entry_id")),
+        TableSpec("rsa_test_runs", RSATestRunRow, ("run_id", "task_id", "arm")),
     )
 }
 
