@@ -104,6 +104,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "skilllift"
             metric, (built, empty) = "real success", skilllift_build(con, run_id)
+        elif run["loop"] == "rsiagent":
+            from cli.report_rsiagent import rsiagent_build
+
+            family = "rsiagent"
+            metric, (built, empty) = "target success", rsiagent_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -157,6 +162,10 @@ def draw(report: dict[str, Any]):
         from cli.report_dense import dense_caption, dense_figure
 
         return dense_figure(built), dense_caption(built)
+    if family == "rsiagent":
+        from cli.report_rsiagent import rsiagent_caption, rsiagent_figure
+
+        return rsiagent_figure(built), rsiagent_caption(built)
     if family == "skilllift":
         from cli.report_skilllift import skilllift_caption, skilllift_figure
 

@@ -35,6 +35,7 @@ LOOP_ARGS = {
     "opd": ["--budget", "2", "--param", "n_per_category=40", "--set", "opd.teacher_steps=10",
             "--set", "opd.pretrain_steps=10", "--set", "opd.prompts_per_step=2", "--set", "opd.rollouts=2",
             "--set", "opd.max_new_tokens=12", "--set", "opd.method=cal_opd"],
+    "rsiagent": [*TOOLSIM, "--set", "rsiagent.tasks_per_round=4", "--set", "rsiagent.params_per_template=1"],
     "skilllift": [*TOOLSIM, "--set", "skilllift.inner_iterations=3", "--set", "skilllift.top_k=2"],
     "cover": ["--budget", "1", "--set", "cover.problems=2", "--set", "cover.programs=4", "--set", "cover.tests=6",
               "--set", "cover.pool_size=3", "--set", "cover.case_timeout_s=0.3"],

@@ -102,3 +102,20 @@ def test_a_rerun_writes_nothing_and_the_next_run_starts_from_the_champion(run, p
     start = next(c for c in store.read_rows("candidates", "rsa-b") if c.operator == "start")
     frozen = [r for r in store.read_rows("registry", "rsa-a") if r.stage == "stable"][0]
     assert start.candidate_id == frozen.candidate_id and "champion" in start.summary
+
+
+def test_the_report_draws_what_the_test_runs_say(run, tmp_path):
+    from cli.report import report_series, write_report
+
+    store, root, _ = run
+    series = report_series(root, "rsa-a")["series"]
+    tests = store.read_rows("rsa_test_runs", "rsa-a")
+    frozen = next(a for a in series.arms if a["arm"] == "frozen")
+    mine = [t for t in tests if t.arm == "frozen"]
+    none = {t.task_id: t.binary for t in tests if t.arm == "none"}
+    assert frozen["binary"] == pytest.approx(sum(t.binary for t in mine) / len(mine))
+    assert frozen["delta"] == pytest.approx(sum(t.binary - none[t.task_id] for t in mine) / len(mine))
+    assert [a["arm"] for a in series.arms] == ["frozen", "breadth", "none"]
+    assert [r["phase"] for r in series.rounds] == ["breadth", "breadth", "depth"]
+    path = write_report(root, "rsa-a", tmp_path / "rsiagent.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000

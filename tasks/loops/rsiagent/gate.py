@@ -37,17 +37,17 @@ from tasks.runtime.start import CHAMPION
 GATE = "rsiagent_memory"
 GATE_SPLIT = "select"
 TARGET_SPLIT = "test"
+HOLDOUT_SPLIT = "holdout"
 
 
-def select_success(ref: RunRef, mem_id: str) -> dict[str, float]:
+def split_success(ref: RunRef, mem_id: str, split: str = GATE_SPLIT) -> dict[str, float]:
     harness = harness_of(memory_of(ref, mem_id))
-    return {c.case_id: float(verify(c, execute(c, harness)).passed)
-            for c in cases_by_split(run_suite(ref), GATE_SPLIT)}
+    return {c.case_id: float(verify(c, execute(c, harness)).passed) for c in cases_by_split(run_suite(ref), split)}
 
 
 def _decision(ref: RunRef, round_index: int, candidate: str, current: str) -> GateDecisionRow:
     config = config_of(ref)
-    new, old = select_success(ref, candidate), select_success(ref, current)
+    new, old = split_success(ref, candidate), split_success(ref, current)
     cases, diffs = paired_differences(new, old)
     low, high = paired_bootstrap_ci(diffs, resamples=config.rsiagent.resamples, seed=config.seed)
     delta = sum(diffs) / len(diffs) if diffs else 0.0
@@ -85,11 +85,12 @@ def gate_memory(ref: RunRef, round_index: int, candidate: str, current: str) -> 
 gate_memory.on_rollback(undo_decision_part)
 
 
-def _registry_row(ref: RunRef, candidate: str, stage: str, decision_id: str, score: float | None) -> RegistryRow:
+def _registry_row(ref: RunRef, candidate: str, stage: str, decision_id: str, score: float | None,
+                  holdout: float | None = None) -> RegistryRow:
     registry = store_for(ref.store_uri).read_rows("registry")
     version = 1 + max((r.version for r in registry if r.name == MEMORY_NAME), default=0)
     return RegistryRow(run_id=ref.run_id, name=MEMORY_NAME, version=version, candidate_id=candidate, stage=stage,
-                       alias=CHAMPION, decision_id=decision_id, select_score=score, holdout_score=None,
+                       alias=CHAMPION, decision_id=decision_id, select_score=score, holdout_score=holdout,
                        event_at=datetime.now(timezone.utc))
 
 
@@ -105,11 +106,17 @@ def register_memory(ref: RunRef, round_index: int) -> int:
 
 @task(name="freeze", **STAGE_OPTIONS)
 def freeze_memory(ref: RunRef, mem_id: str) -> str:
-    """register (end of preparation): the current memory, frozen as ``stable``."""
+    """register (end of preparation): the current memory, frozen as ``stable``, with its
+    holdout success measured once here (never used for a decision)."""
     decisions = [d for d in store_for(ref.store_uri).read_rows("gate_decisions", ref.run_id)
                  if d.candidate_id == mem_id and d.decision == "accept"]
     decision_id = decisions[0].decision_id if decisions else derived_id(ref.run_id, mem_id, "freeze")
-    once(ref, "registry", "freeze", "memory", lambda: [_registry_row(ref, mem_id, "stable", decision_id, None)])
+    def rows() -> list[RegistryRow]:
+        select, holdout = split_success(ref, mem_id), split_success(ref, mem_id, HOLDOUT_SPLIT)
+        return [_registry_row(ref, mem_id, "stable", decision_id, sum(select.values()) / max(len(select), 1),
+                              sum(holdout.values()) / max(len(holdout), 1))]
+
+    once(ref, "registry", "freeze", "memory", rows)
     return mem_id
 
 
