@@ -78,3 +78,13 @@ def test_recovery_is_kept_only_when_the_verifier_passes_the_rerun():
         assert rerun.passed == rec.verdict.passed
         outcomes.append(rec.verdict.passed)
     assert True in outcomes and False in outcomes
+
+
+def test_the_llm_brief_fills_every_field_of_the_prompt_file():
+    from tasks.loops.rsiagent.llm import memory_brief
+
+    trace = Trace("c", "refund_unshipped_order", (_step("refund_order", False, "precondition_failed"),), False,
+                  unmet=("refunded",))
+    text = memory_brief(trace)
+    assert "Template: refund_unshipped_order" in text and "refund_order:precondition_failed" in text
+    assert "Unmet goals: refunded" in text and "Broken guards: -" in text and "{" not in text.split("Trajectory")[0]
