@@ -43,6 +43,8 @@ def test_the_target_split_is_never_read_while_the_memory_is_built(run):
     assert {json.loads(p.spec)["source_case"] for p in practice} == {p.source_case for p in practice}
     tasks = {p.task_id for p in practice}
     assert {r.task_id for r in store.read_rows("rsa_runs")} <= tasks
+    executions = {s.execution_id for s in store.read_rows("steps", "rsa-a")}
+    assert {r.artifact_ref for r in store.read_rows("rsa_runs", "rsa-a")} <= executions
     gated = {c for d in store.read_rows("gate_decisions") for c in json.loads(d.evidence_json)["cases"]}
     assert gated and {split[c] for c in gated} == {"select"}
     # every target run happened after the freeze, under a snapshot that existed by then

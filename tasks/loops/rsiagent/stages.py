@@ -159,12 +159,14 @@ def execute_practice(ref: RunRef, round_index: int, mem_id: str) -> int:
 @task(name="distill", **STAGE_OPTIONS)
 def distill_memory(ref: RunRef, round_index: int, mem_id: str) -> str:
     """distill: the memory writer's recoveries of the round's failed attempts, in task
-    order, each re-run and verified; the verified ones revise the memory. Returns the new
+    order, each re-run (its trajectory in ``steps``) and verified; the verified ones
+    revise the memory. Returns the new
     version's id (``mem_id`` itself when nothing was verified)."""
     config, key = config_of(ref), round_key(round_index)
     writer = llm_writer(config.evolve) if config.proposer == "llm" else rule_writer
     attempts = {r.task_id: r for r in store_for(ref.store_uri).read_part("rsa_runs", ref.run_id, "execute", key)}
-    memory, runs, rng = memory_of(ref, mem_id), [], random.Random(seed_for(config.seed, "distill", round_index))
+    memory, runs, steps = memory_of(ref, mem_id), [], []
+    rng = random.Random(seed_for(config.seed, "distill", round_index))
     start = list(memory)
     for row, case in practice_tasks(ref, round_index):
         attempt = attempts[row.task_id]
@@ -177,10 +179,12 @@ def distill_memory(ref: RunRef, round_index: int, mem_id: str) -> str:
         if rec is None:
             continue
         rid = derived_id(ref.run_id, row.task_id, "recovery")
+        steps += [StepRow(run_id=ref.run_id, execution_id=rid, **step) for step in rec.episode.steps]
         runs.append(_run_row(ref, rid, row.task_id, round_index, "recovery",
                              memory_id(rec.memory), harness_of(rec.memory), rec.verdict))
         if rec.verdict.passed:
             memory = revise(memory, [*rec.entries], config.rsiagent.max_entries)
+    once(ref, "steps", "distill", key, lambda: steps)
     once(ref, "rsa_runs", "distill", key, lambda: runs)
     reporter().advance(1, f"round {round_index}")
     if memory == start:
