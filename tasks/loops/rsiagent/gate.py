@@ -29,7 +29,7 @@ from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.rsiagent.memory import harness_of, memory_bytes
 from tasks.loops.rsiagent.practice import execute, verify
 from tasks.loops.rsiagent.stages import MEMORY_NAME, config_of, memory_of, round_key
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for
+from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for, tracker_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import CHAMPION
@@ -72,13 +72,29 @@ def _decision(ref: RunRef, round_index: int, candidate: str, current: str) -> Ga
         evidence_json=dump_evidence(json_safe(evidence)))
 
 
+def track_memory(ref: RunRef, decision: GateDecisionRow) -> None:
+    """The memory version as a nested MLflow run: its gate scores, decision, the memory."""
+    metrics = {k: v for k, v in (("select_success", decision.select_score), ("baseline", decision.baseline_score),
+                                 ("delta", decision.delta), ("ci_low", decision.ci_low),
+                                 ("ci_high", decision.ci_high)) if v is not None}
+    tracker_for(ref).log_candidate(
+        ref.run_id, decision.candidate_id, params={"round": str(decision.round), "parent": decision.baseline_id[:12]},
+        metrics=metrics, tags={"gate": decision.gate, "decision": decision.decision},
+        artifact=store_for(ref.store_uri).get_blob(decision.candidate_id), artifact_name="memory.json")
+
+
 @task(name="gate", **STAGE_OPTIONS)
 def gate_memory(ref: RunRef, round_index: int, candidate: str, current: str) -> str:
     """gate: the round's memory version against the current memory; returns the memory
     in force after the decision."""
     key = round_key(round_index)
     remember_decision_part(ref, "gate", key)
-    rows = once(ref, "gate_decisions", "gate", key, lambda: [_decision(ref, round_index, candidate, current)])
+    def rows() -> list[GateDecisionRow]:
+        decision = _decision(ref, round_index, candidate, current)
+        track_memory(ref, decision)
+        return [decision]
+
+    rows = once(ref, "gate_decisions", "gate", key, rows)
     return rows[0].candidate_id if rows[0].decision == "accept" else current
 
 
