@@ -25,6 +25,7 @@ from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
+from schemas.rsiagent import RSIAgentConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -279,6 +280,15 @@ class MoscoptRun(_HarnessRun):
     moscopt: MoscoptConfig = MoscoptConfig()
 
 
+class RSIAgentRun(_HarnessRun):
+    SPEC = LoopSpec(name="rsiagent", modifies="memory", family="harness", suites=("toolsim",),
+                    paper="RSIAgent: practice in a new environment first, then carry verified experience to "
+                          "target tasks", budget_counts="practice rounds (breadth, then depth)", default_budget=6,
+                    starts_from_champion=True)
+    loop: Literal["rsiagent"] = "rsiagent"
+    rsiagent: RSIAgentConfig = RSIAgentConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -288,6 +298,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     SkillLiftRun,
     RSIAnythingRun,
     MoscoptRun,
+    RSIAgentRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
 from schemas.rows import (
@@ -64,6 +65,10 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("rsi_executions", RSIExecutionRow, ("run_id", "phase", "round", "cand_id", "parent_id")),
         TableSpec("wm_versions", WMVersionRow, ("run_id", "round", "ver")),
         TableSpec("pair_checks", PairCheckRow, ("run_id", "round")),
+        TableSpec("rsa_practice", RSAPracticeRow, ("run_id", "task_id")),
+        TableSpec("rsa_runs", RSARunRow, ("run_id", "id")),
+        TableSpec("rsa_memory", RSAMemoryRow, ("run_id", "ver", "entry_id")),
+        TableSpec("rsa_test_runs", RSATestRunRow, ("run_id", "task_id", "arm")),
     )
 }
 

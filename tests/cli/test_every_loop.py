@@ -36,6 +36,7 @@ LOOP_ARGS = {
     "opd": ["--budget", "2", "--param", "n_per_category=40", "--set", "opd.teacher_steps=10",
             "--set", "opd.pretrain_steps=10", "--set", "opd.prompts_per_step=2", "--set", "opd.rollouts=2",
             "--set", "opd.max_new_tokens=12", "--set", "opd.method=cal_opd"],
+    "rsiagent": [*TOOLSIM, "--set", "rsiagent.tasks_per_round=4", "--set", "rsiagent.params_per_template=1"],
     "skilllift": [*TOOLSIM, "--set", "skilllift.inner_iterations=3", "--set", "skilllift.top_k=2"],
     "moscopt": [*TOOLSIM, "--param", "version=2", "--set", "moscopt.k=2"],
     "cover": ["--budget", "1", "--set", "cover.problems=2", "--set", "cover.programs=4", "--set", "cover.tests=6",

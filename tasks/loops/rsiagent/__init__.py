@@ -1,0 +1,1 @@
+"""RSIAgent on toolsim: practise first, then carry verified experience to the target tasks."""
