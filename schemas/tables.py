@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rows import (
     AttemptRow,
@@ -59,6 +60,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gse_val_scores", GSEValScoreRow, ("run_id", "skill_id")),
         TableSpec("gse_population", GSEPopulationRow, ("run_id", "gen", "skill_id")),
         TableSpec("gse_test", GSETestRow, ("run_id", "skill_id", "task_id")),
+        TableSpec("af_trajectories", AFTrajectoryRow, ("run_id", "traj_id")),
+        TableSpec("af_matches", AFMatchRow, ("run_id", "match_id")),
+        TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
+        TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
+        TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
     )
 }
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from suites.toolsim.tools import TOOLS
 
@@ -89,6 +89,10 @@ def compare(a: Trajectory, b: Trajectory, round_: int, option_ids: Sequence[str]
                  {i: used_options(win, i, option_ids) for i in keys})
 
 
+Judge = Callable[[Trajectory, Trajectory, int, Sequence[str]], Match]
+"""(a, b, bracket round, option ids) -> the match: ``compare`` offline, an LLM judge with an endpoint."""
+
+
 @dataclass(frozen=True)
 class Tournament:
     matches: tuple[Match, ...]
@@ -98,14 +102,14 @@ class Tournament:
     champion: str
 
 
-def knockout(bracket: Sequence[Trajectory], option_ids: Sequence[str]) -> Tournament:
+def knockout(bracket: Sequence[Trajectory], option_ids: Sequence[str], judge: Judge = compare) -> Tournament:
     """Single elimination over ``bracket`` in its order (see the module docstring)."""
     alive, matches, scores, round_ = list(bracket), [], {}, 0
     while len(alive) > 1:
         round_ += 1
         nxt = []
         for i in range(0, len(alive) - 1, 2):
-            m = compare(alive[i], alive[i + 1], round_, option_ids)
+            m = judge(alive[i], alive[i + 1], round_, option_ids)
             matches.append(m)
             loser = m.b if m.winner == m.a else m.a
             scores[loser] = round_

@@ -26,7 +26,7 @@ from suites.toolsim.episode import run_episode
 from suites.toolsim.harness import parse_harness
 from tasks.loops.arenaflow import policy as pol
 from tasks.loops.arenaflow.arena import (
-    Match, Trajectory, advantages, credited_options, knockout, survival_depths, used_options,
+    Judge, Match, Trajectory, advantages, compare, credited_options, knockout, survival_depths, used_options,
 )
 from tasks.loops.arenaflow.credit import (
     Skill, apply_usage, merge_experience, prior, recall, step_advantages, utility_delta,
@@ -56,6 +56,7 @@ class GroupRecord:
     trajectories: list[Trajectory]
     tokens: list[int]
     matches: list[Match]
+    scores: dict[str, int]
     advantages: dict[str, float]
     depths: dict[str, dict[int, int]]
     usage: list[tuple[str, str, bool, bool]]
@@ -76,7 +77,7 @@ def episode_trajectory(case: Case, choices: Sequence[int], traj_id: str) -> tupl
 
 
 def play_group(policy: pol.SoftmaxPolicy, library: dict[str, Skill], case: Case, s: ArenaSettings,
-               seed: int, round_: int) -> GroupRecord:
+               seed: int, round_: int, judge: Judge = compare) -> GroupRecord:
     """sample, execute and score one request's group; distill its step advantages."""
     template = case.payload["template"]
     skills = recall(library, template, s.top_k, s.utility_update) if s.library else []
@@ -87,9 +88,9 @@ def play_group(policy: pol.SoftmaxPolicy, library: dict[str, Skill], case: Case,
         t, calls = episode_trajectory(case, choices, derived_id(seed, round_, case.case_id, i))
         trajs.append(t)
         tokens.append(calls)
-    tour = knockout(trajs, OPTION_IDS)
+    tour = knockout(trajs, OPTION_IDS, judge)
     adv, credited = advantages(tour), credited_options(tour)
-    record = GroupRecord(case.case_id, template, trajs, tokens, list(tour.matches), adv, survival_depths(tour), [],
+    record = GroupRecord(case.case_id, template, trajs, tokens, list(tour.matches), tour.scores, adv, survival_depths(tour), [],
                          p, credited, champion=tour.champion)
     for t in trajs:
         record.step_adv[t.traj_id] = step_advantages(adv[t.traj_id], t.choices, OPTION_IDS,
@@ -100,10 +101,11 @@ def play_group(policy: pol.SoftmaxPolicy, library: dict[str, Skill], case: Case,
     return record
 
 
-def train_round(policy: pol.SoftmaxPolicy, optimizer: torch.optim.Optimizer, library: dict[str, Skill],
-                cases: Sequence[Case], s: ArenaSettings, seed: int, round_: int) -> dict[str, Any]:
-    """One round over ``cases`` (see the module docstring); mutates policy and library."""
-    groups = [play_group(policy, library, c, s, seed, round_) for c in cases]
+def train_round(policy: pol.SoftmaxPolicy, library: dict[str, Skill], cases: Sequence[Case], s: ArenaSettings,
+                seed: int, round_: int, judge: Judge = compare) -> dict[str, Any]:
+    """One round over ``cases`` (see the module docstring); mutates policy and library.
+    The update is one step of a fresh Adam (so a resumed round needs only the weights)."""
+    groups = [play_group(policy, library, c, s, seed, round_, judge) for c in cases]
     written, pruned = [], []
     if s.library:
         if s.utility_update:
@@ -114,6 +116,7 @@ def train_round(policy: pol.SoftmaxPolicy, optimizer: torch.optim.Optimizer, lib
             options = sorted(g.credited.get(g.champion, {}))
             written += merge_experience(library, g.template, options, {o: option_text(o) for o in options})
     rows = [(g.template, g.prior, t.choices, g.step_adv[t.traj_id]) for g in groups for t in g.trajectories]
+    optimizer = torch.optim.Adam(policy.parameters(), lr=s.lr)
     step = pol.update(policy, optimizer, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                       [r[3] for r in rows])
     return {"groups": groups, "written": written, "pruned": pruned, "update": step}

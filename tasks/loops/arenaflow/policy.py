@@ -84,11 +84,17 @@ def update(policy: SoftmaxPolicy, optimizer: torch.optim.Optimizer, templates: S
     return Update(float(loss.detach()), int(adv.numel()))
 
 
-def to_bytes(policy: SoftmaxPolicy) -> bytes:
-    """The weights and template order, deterministically (its sha256 is the checkpoint's id)."""
+def to_bytes(policy: SoftmaxPolicy, library_json: str = "[]") -> bytes:
+    """The weights, template order and active library, deterministically (its sha256 is
+    the checkpoint's candidate id: ArenaFlow registers the policy with its library)."""
     buffer = io.BytesIO()
-    torch.save({"templates": list(policy.templates), "logits": policy.logits.detach().clone()}, buffer)
+    torch.save({"templates": list(policy.templates), "logits": policy.logits.detach().clone(),
+                "library": library_json}, buffer)
     return buffer.getvalue()
+
+
+def library_json_of(data: bytes) -> str:
+    return torch.load(io.BytesIO(data), weights_only=True)["library"]
 
 
 def from_bytes(data: bytes) -> SoftmaxPolicy:
