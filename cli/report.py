@@ -104,6 +104,11 @@ def report_series(store_uri: str, run_id: str) -> dict[str, Any]:
 
             family = "skilllift"
             metric, (built, empty) = "real success", skilllift_build(con, run_id)
+        elif run["loop"] == "arenaflow":
+            from cli.report_arenaflow import arenaflow_build
+
+            family = "arenaflow"
+            metric, (built, empty) = "success", arenaflow_build(con, run_id)
         elif family == "protocol":
             from cli.report_protocol import protocol_build
 
@@ -161,6 +166,10 @@ def draw(report: dict[str, Any]):
         from cli.report_skilllift import skilllift_caption, skilllift_figure
 
         return skilllift_figure(built), skilllift_caption(built)
+    if family == "arenaflow":
+        from cli.report_arenaflow import arenaflow_caption, arenaflow_figure
+
+        return arenaflow_figure(built), arenaflow_caption(built)
     if family == "dream":
         from cli.report_dream import dream_caption, dream_figure
 

@@ -70,3 +70,14 @@ def test_rerun_writes_nothing_new(run):
     again = arenaflow(config=small_config(), store_uri=root, run_id="af-a")
     assert counts(open_store(root)) == before
     assert again["candidate_id"] == summary["candidate_id"]
+
+
+def test_report_plots_rounds_and_skill_decisions(run, tmp_path):
+    from cli.report import report_series, write_report
+
+    _, root, _ = run
+    report = report_series(root, "af-a")
+    assert report["family"] == "arenaflow"
+    assert [r["round"] for r in report["series"].rounds] == [1, 2]
+    assert report["series"].policy.startswith(("accept", "reject"))
+    assert write_report(root, "af-a", tmp_path / "af.png").stat().st_size > 0
