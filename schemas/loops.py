@@ -260,7 +260,7 @@ class SkillLiftRun(_HarnessRun):
 
 
 class ArenaFlowRun(RunConfig):
-    SPEC = LoopSpec(name="arenaflow", modifies="weights", family="protocol", suites=("toolsim",),
+    SPEC = LoopSpec(name="arenaflow", modifies="weights", family="training", suites=("toolsim",),
                     paper="ArenaFlow: one comparison trains the policy and curates reusable skills",
                     budget_counts="rounds (one knockout per request, one policy update)", default_budget=6)
     loop: Literal["arenaflow"] = "arenaflow"

@@ -5,8 +5,10 @@ used in key steps. Offline the honest default is the rule comparator
 (``arena.compare``). An answer that is not the JSON asked for, or names a step that is
 no state change of the winner, is not trusted: the rule comparator's verdict stands for
 that match, and the judge counts it (``unusable``), so a bad answer never fails the run.
-Deviation: the LLM's experience text is kept only in the judge's log; the skill text
-written to the library is the option's own (``menu.OPTIONS``)."""
+Deviations: the judge's winner and key steps are used; the skills used at those steps
+are read from the winner's trace (which rules fired up to them), not from the answer's
+``skill_ids``, and the library's skill text is the option's own (``menu.OPTIONS``), not
+the answer's ``experience``."""
 
 from __future__ import annotations
 
@@ -51,6 +53,13 @@ class LLMJudge:
         self.template = string.Template(load_prompt(PROMPT))
         self.tokens, self.calls, self.unusable = 0, 0, 0
 
+    def for_request(self, request: str, skills: str) -> "LLMJudge":
+        """This judge (its counters shared) shown one request and its retrieved skills."""
+        judge = object.__new__(LLMJudge)
+        judge.__dict__.update(self.__dict__)
+        judge.request, judge.skills, judge.parent = request, skills, self
+        return judge
+
     def __call__(self, a: Trajectory, b: Trajectory, round_: int, option_ids: Sequence[str]) -> Match:
         prompt = self.template.safe_substitute(template="toolsim", request=self.request, a=render(a), b=render(b),
                                                skills=self.skills)
@@ -58,11 +67,12 @@ class LLMJudge:
                 "max_tokens": self.config.llm_max_tokens, "temperature": 0.0}
         answer = chat_completion(self.base_url, body, api_key=os.environ.get(ENV_API_KEY),
                                  timeout_s=self.config.llm_timeout_s)
-        self.calls += 1
-        self.tokens += (answer.tokens_in or 0) + (answer.tokens_out or 0)
+        counter = getattr(self, "parent", self)
+        counter.calls += 1
+        counter.tokens += (answer.tokens_in or 0) + (answer.tokens_out or 0)
         match = parse_verdict(answer.text, a, b, round_, option_ids)
         if match is None:
-            self.unusable += 1
+            counter.unusable += 1
             return compare(a, b, round_, option_ids)
         return match
 

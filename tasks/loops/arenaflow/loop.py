@@ -15,6 +15,7 @@ process: the policy and the rule menu are ours (trusted), no candidate code runs
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -82,6 +83,9 @@ def play_group(policy: pol.SoftmaxPolicy, library: dict[str, Skill], case: Case,
     template = case.payload["template"]
     skills = recall(library, template, s.top_k, s.utility_update) if s.library else []
     p = prior(skills, OPTION_IDS, s.prior_strength)
+    if hasattr(judge, "for_request"):  # the LLM judge reads the request and the retrieved skills
+        judge = judge.for_request(json.dumps(case.payload["params"], sort_keys=True),
+                                  "\n".join(f"{sk.skill_id[:12]}: {sk.text}" for sk in skills) or "(none)")
     generator = torch.Generator().manual_seed(seed_for(seed, "arenaflow-group", round_, case.case_id))
     trajs, tokens = [], []
     for i, choices in enumerate(pol.sample_group(policy, template, p, s.group_size, generator)):
