@@ -42,6 +42,7 @@ OWN_PICTURES: dict[str, tuple[str, str]] = {
     "codemidas": ("codemidas", "mutation score"),
     "dense": ("dense", "strict pass"),
     "skilllift": ("skilllift", "real success"),
+    "arenaflow": ("arenaflow", "success"),
     "rsiagent": ("rsiagent", "target success"),
     "moscopt": ("moscopt", "validation success"),
 }

@@ -19,6 +19,7 @@ from schemas.post_training import (
     PairedRolloutsConfig,
     PPOPACTConfig,
 )
+from schemas.arenaflow import ArenaFlowConfig
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
@@ -289,6 +290,16 @@ class RSIAgentRun(_HarnessRun):
     rsiagent: RSIAgentConfig = RSIAgentConfig()
 
 
+class ArenaFlowRun(RunConfig):
+    SPEC = LoopSpec(name="arenaflow", modifies="weights", family="training", suites=("toolsim",),
+                    paper="ArenaFlow: one comparison trains the policy and curates reusable skills",
+                    budget_counts="rounds (one knockout per request, one policy update)", default_budget=6)
+    loop: Literal["arenaflow"] = "arenaflow"
+    arenaflow: ArenaFlowConfig = ArenaFlowConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """The chat endpoint's parameters when `proposer='llm'` (the LLM is the judge)."""
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -299,6 +310,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     RSIAnythingRun,
     MoscoptRun,
     RSIAgentRun,
+    ArenaFlowRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
+from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
 from schemas.rows import (
@@ -69,6 +70,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("rsa_runs", RSARunRow, ("run_id", "id")),
         TableSpec("rsa_memory", RSAMemoryRow, ("run_id", "ver", "entry_id")),
         TableSpec("rsa_test_runs", RSATestRunRow, ("run_id", "task_id", "arm")),
+        TableSpec("af_trajectories", AFTrajectoryRow, ("run_id", "traj_id")),
+        TableSpec("af_matches", AFMatchRow, ("run_id", "match_id")),
+        TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
+        TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
+        TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
     )
 }
 
