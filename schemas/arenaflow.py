@@ -68,6 +68,8 @@ class AFMatchRow(Row):
     bracket_round: int
     key_steps_json: str
     """{step_idx: [options used up to it]} of the winner's key steps."""
+    judged_by: str = "rule"
+    """``rule``, ``llm``, or ``rule (llm answer unusable: why)``: who decided the match."""
 
 
 class AFKeyStepRow(Row):

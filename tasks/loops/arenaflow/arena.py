@@ -52,6 +52,8 @@ class Match:
     key_steps: tuple[int, ...]
     used: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Key step index -> options whose rules fired in the winner up to that step."""
+    judged_by: str = "rule"
+    """``rule``, ``llm``, or ``rule (llm answer unusable: why)`` when the judge's answer was refused."""
 
 
 def rank_key(t: Trajectory) -> tuple:

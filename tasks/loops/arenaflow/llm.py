@@ -4,7 +4,8 @@ retrieved skills -> winner, key step indices, a reusable experience text and the
 used in key steps. Offline the honest default is the rule comparator
 (``arena.compare``). An answer that is not the JSON asked for, or names a step that is
 no state change of the winner, is not trusted: the rule comparator's verdict stands for
-that match, and the judge counts it (``unusable``), so a bad answer never fails the run.
+that match, the match records why (``af_matches.judged_by``) and the judge counts it
+(``unusable``), so a bad answer never fails the run.
 Deviations: the judge's winner and key steps are used; the skills used at those steps
 are read from the winner's trace (which rules fired up to them), not from the answer's
 ``skill_ids``, and the library's skill text is the option's own (``menu.OPTIONS``), not
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import string
+from dataclasses import replace
 from typing import Sequence
 
 from schemas.configs import EvolveConfig
@@ -30,18 +32,28 @@ def render(t: Trajectory) -> str:
     return "\n".join(f"{i}. {s['kind']} {s['name']} {s['args_json']} ok={s['ok']}" for i, s in enumerate(t.steps))
 
 
-def parse_verdict(text: str, a: Trajectory, b: Trajectory, round_: int, option_ids: Sequence[str]) -> Match | None:
-    """The judge's answer as a match, or None when it is not usable."""
+class UnusableVerdict(ValueError):
+    """The judge's answer is not the verdict asked for; the message says why."""
+
+
+def parse_verdict(text: str, a: Trajectory, b: Trajectory, round_: int, option_ids: Sequence[str]) -> Match:
+    """The judge's answer as a match; raises UnusableVerdict saying why it is not usable."""
     try:
         answer = json.loads(text.strip().removeprefix("```json").removesuffix("```"))
-        winner = {"A": a, "B": b}[answer["winner"]]
-        keys = tuple(int(i) for i in answer["key_steps"])
-    except (ValueError, KeyError, TypeError):
-        return None
-    if any(not 0 <= i < len(winner.steps) or not state_changing(winner.steps[i]) for i in keys):
-        return None
+    except ValueError:
+        raise UnusableVerdict("the answer is not JSON") from None
+    if not isinstance(answer, dict) or answer.get("winner") not in ("A", "B"):
+        raise UnusableVerdict("the answer names no winner A or B")
+    winner = {"A": a, "B": b}[answer["winner"]]
+    try:
+        keys = tuple(int(i) for i in answer.get("key_steps", []))
+    except (ValueError, TypeError):
+        raise UnusableVerdict("key_steps is not a list of step numbers") from None
+    bad = [i for i in keys if not 0 <= i < len(winner.steps) or not state_changing(winner.steps[i])]
+    if bad:
+        raise UnusableVerdict(f"key steps {bad} are no state change of the winner's {len(winner.steps)} steps")
     return Match(f"{a.traj_id}:{b.traj_id}", a.traj_id, b.traj_id, winner.traj_id, round_, keys,
-                 {i: used_options(winner, i, option_ids) for i in keys})
+                 {i: used_options(winner, i, option_ids) for i in keys}, judged_by="llm")
 
 
 class LLMJudge:
@@ -70,11 +82,11 @@ class LLMJudge:
         counter = getattr(self, "parent", self)
         counter.calls += 1
         counter.tokens += (answer.tokens_in or 0) + (answer.tokens_out or 0)
-        match = parse_verdict(answer.text, a, b, round_, option_ids)
-        if match is None:
+        try:
+            return parse_verdict(answer.text, a, b, round_, option_ids)
+        except UnusableVerdict as why:
             counter.unusable += 1
-            return compare(a, b, round_, option_ids)
-        return match
+            return replace(compare(a, b, round_, option_ids), judged_by=f"rule (llm answer unusable: {why})")
 
 
 def judge_for(ref: RunRef) -> Judge:

@@ -96,7 +96,8 @@ def group_rows(ref: RunRef, r: int, g: GroupRecord) -> dict[str, list]:
     for m in g.matches:
         rows["af_matches"].append(AFMatchRow(
             run_id=ref.run_id, round=r, req_id=g.case_id, match_id=derived_id(ref.run_id, m.match_id), a=m.a, b=m.b,
-            winner=m.winner, bracket_round=m.round, key_steps_json=json.dumps({str(k): v for k, v in m.used.items()})))
+            winner=m.winner, bracket_round=m.round, key_steps_json=json.dumps({str(k): v for k, v in m.used.items()}),
+            judged_by=m.judged_by))
     for tid, sid, used, credited in g.usage:
         rows["af_skill_usage"].append(AFSkillUsageRow(run_id=ref.run_id, round=r, traj_id=tid, skill_id=sid,
                                                       used=used, credited=credited))

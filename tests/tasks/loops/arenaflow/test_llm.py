@@ -1,7 +1,10 @@
 import json
+import re
 
 from tasks.loops.arenaflow.arena import Trajectory
-from tasks.loops.arenaflow.llm import parse_verdict
+import pytest
+
+from tasks.loops.arenaflow.llm import UnusableVerdict, parse_verdict
 from tasks.proposers.llm import load_prompt
 
 
@@ -23,13 +26,16 @@ def test_prompt_file_asks_for_the_four_outputs():
 def test_usable_verdict_becomes_a_match_with_attribution():
     m = parse_verdict('{"winner": "A", "key_steps": [1], "experience": "x", "skill_ids": []}', A, B, 1,
                       ("retry-transient",))
-    assert (m.winner, m.key_steps, m.used) == ("a", (1,), {1: ("retry-transient",)})
+    assert (m.winner, m.key_steps, m.used, m.judged_by) == ("a", (1,), {1: ("retry-transient",)}, "llm")
 
 
-def test_unusable_verdicts_are_refused():
-    for text in ("not json", '{"winner": "C", "key_steps": []}', '{"winner": "A", "key_steps": [0]}',
-                 '{"winner": "A", "key_steps": [7]}'):
-        assert parse_verdict(text, A, B, 1, ("retry-transient",)) is None  # step 0 is a read
+def test_unusable_verdicts_are_refused_saying_why():
+    for text, why in (("not json", "not JSON"), ('{"winner": "C", "key_steps": []}', "no winner"),
+                      ('[1]', "no winner"), ('{"winner": "A", "key_steps": "x"}', "not a list"),
+                      ('{"winner": "A", "key_steps": [0]}', "key steps [0] are no state change"),  # a read
+                      ('{"winner": "A", "key_steps": [7]}', "key steps [7]")):
+        with pytest.raises(UnusableVerdict, match=re.escape(why)):
+            parse_verdict(text, A, B, 1, ("retry-transient",))
 
 
 def serve(answer: str):
@@ -79,5 +85,6 @@ def test_llm_judge_sees_the_request_and_falls_back_on_a_bad_answer(monkeypatch):
         judge = LLMJudge(EvolveConfig())
         m = judge(A, B, 1, ("retry-transient",))
         assert m.winner == "a" and judge.unusable == 1  # the rule comparator's verdict stands
+        assert m.judged_by == "rule (llm answer unusable: the answer is not JSON)"
     finally:
         server.shutdown()
