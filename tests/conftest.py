@@ -27,3 +27,50 @@ def prefect_server():
 
     with prefect_test_harness(server_startup_timeout=180):
         yield
+
+
+class ChatEndpoint:
+    """A real OpenAI-compatible chat endpoint on 127.0.0.1 that answers each request with
+    the next of ``answers`` (the wiring, not a model): ``prompts`` are the last message of
+    every request it saw, ``usage`` the token counts it reports."""
+
+    def __init__(self) -> None:
+        self.answers: list[str] = []
+        self.prompts: list[str] = []
+        self.usage = {"prompt_tokens": 10, "completion_tokens": 5}
+        self.url = ""
+
+
+@pytest.fixture
+def chat_endpoint(monkeypatch):
+    """A ChatEndpoint the llm paths are pointed at (RATCHET_LLM_BASE_URL / _MODEL=tiny-coder)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state = ChatEndpoint()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.prompts.append(request["messages"][-1]["content"])
+            message = {"role": "assistant", "content": state.answers.pop(0)}
+            body = json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                               "usage": state.usage}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    monkeypatch.setenv("RATCHET_LLM_BASE_URL", state.url)
+    monkeypatch.setenv("RATCHET_LLM_MODEL", "tiny-coder")
+    yield state
+    server.shutdown()
+    server.server_close()

@@ -1,8 +1,10 @@
 """RSIAgent's memory writer behind `proposer: llm`: trace + verdict in, one edited memory
 out (``tasks/proposers/prompts/rsiagent_memory.txt``). The edit is verified like the
 rule writer's (``practice.recover``): it becomes an entry only when the re-run passes.
-An answer that is no valid harness is no edit (``NoLLMEdit`` -> None). Offline the rule
-writer (``practice.rule_writer``) is the default and this module is never called."""
+An answer that is no valid harness is no edit (``NoLLMEdit`` -> None); the writer keeps
+every such refusal of an answer the model gave (``refused``) for distill to record as an
+``llm_unusable`` candidate with its reason and raw answer. Offline the rule writer
+(``practice.rule_writer``) is the default and this module is never called."""
 
 from __future__ import annotations
 
@@ -26,12 +28,22 @@ def memory_brief(trace: Trace) -> str:
                  broken=", ".join(trace.broken) or "-", trajectory="\n".join(lines[-20:]) or "(no steps)")
 
 
-def llm_writer(config: EvolveConfig) -> Writer:
-    def write(trace: Trace, harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+class LLMWriter:
+    """The memory writer over the chat endpoint; ``refused``: the answers it could not use."""
+
+    def __init__(self, config: EvolveConfig) -> None:
+        self.config, self.refused = config, []
+
+    def __call__(self, trace: Trace, harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
         source = harness_source(dict(harness))
         try:
-            document, _ = edited_harness(content_id(source), source, memory_brief(trace), config, rng)
-        except NoLLMEdit:
+            document, _ = edited_harness(content_id(source), source, memory_brief(trace), self.config, rng)
+        except NoLLMEdit as reason:
+            if reason.asked:
+                self.refused.append(reason)
             return None
         return document
-    return write
+
+
+def llm_writer(config: EvolveConfig) -> Writer:
+    return LLMWriter(config)

@@ -23,6 +23,7 @@ from schemas.loops import RSIAgentRun
 from schemas.rows import CandidateRow, StepRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow
 from suites.base import Case
+from tasks.harness_loops.llm_edit import unusable_row
 from tasks.loops.rsiagent.curriculum import Cell, breadth_plan, cell_key, cell_stats, cells, depth_plan
 from tasks.loops.rsiagent.llm import llm_writer
 from tasks.loops.rsiagent.memory import Entry, entries_of, harness_of, memory_bytes, memory_id, revise
@@ -186,6 +187,9 @@ def distill_memory(ref: RunRef, round_index: int, mem_id: str) -> str:
             memory = revise(memory, [*rec.entries], config.rsiagent.max_entries)
     once(ref, "steps", "distill", key, lambda: steps)
     once(ref, "rsa_runs", "distill", key, lambda: runs)
+    refused = {r.candidate_id: r for r in (unusable_row(ref, round_index, mem_id, why)
+                                           for why in getattr(writer, "refused", []))}
+    once(ref, "candidates", "distill_unusable", key, lambda: list(refused.values()))
     reporter().advance(1, f"round {round_index}")
     if memory == start:
         return mem_id

@@ -38,53 +38,15 @@ def test_unusable_verdicts_are_refused_saying_why():
             parse_verdict(text, A, B, 1, ("retry-transient",))
 
 
-def serve(answer: str):
-    """A chat endpoint on 127.0.0.1 that answers every request with ``answer``; (url, prompts seen, server)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    seen = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body["messages"][0]["content"])
-            out = json.dumps({"choices": [{"message": {"content": answer}, "finish_reason": "stop"}],
-                              "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_port}/v1", seen, server
-
-
-def test_llm_judge_sees_the_request_and_falls_back_on_a_bad_answer(monkeypatch):
+def test_llm_judge_sees_the_request_and_falls_back_on_a_bad_answer(chat_endpoint):
     from schemas.configs import EvolveConfig
     from tasks.loops.arenaflow.llm import LLMJudge
 
-    url, seen, server = serve('{"winner": "B", "key_steps": []}')
-    try:
-        monkeypatch.setenv("RATCHET_LLM_BASE_URL", url)
-        monkeypatch.setenv("RATCHET_LLM_MODEL", "m")
-        judge = LLMJudge(EvolveConfig())
-        m = judge.for_request('{"order_id": "o1"}', "abc: retry")(A, B, 1, ("retry-transient",))
-        assert m.winner == "b" and judge.calls == 1 and judge.tokens == 15 and judge.unusable == 0
-        assert '{"order_id": "o1"}' in seen[0] and "abc: retry" in seen[0]
-    finally:
-        server.shutdown()
-    url, _, server = serve("I think A is better")
-    try:
-        monkeypatch.setenv("RATCHET_LLM_BASE_URL", url)
-        judge = LLMJudge(EvolveConfig())
-        m = judge(A, B, 1, ("retry-transient",))
-        assert m.winner == "a" and judge.unusable == 1  # the rule comparator's verdict stands
-        assert m.judged_by == "rule (llm answer unusable: the answer is not JSON)"
-    finally:
-        server.shutdown()
+    chat_endpoint.answers += ['{"winner": "B", "key_steps": []}', "I think A is better"]
+    judge = LLMJudge(EvolveConfig())
+    m = judge.for_request('{"order_id": "o1"}', "abc: retry")(A, B, 1, ("retry-transient",))
+    assert m.winner == "b" and judge.calls == 1 and judge.tokens == 15 and judge.unusable == 0
+    assert '{"order_id": "o1"}' in chat_endpoint.prompts[0] and "abc: retry" in chat_endpoint.prompts[0]
+    m = judge(A, B, 1, ("retry-transient",))
+    assert m.winner == "a" and judge.unusable == 1  # the rule comparator's verdict stands
+    assert m.judged_by == "rule (llm answer unusable: the answer is not JSON)"

@@ -3,8 +3,6 @@ stub: an answer becomes a tool only if it adds exactly one rule or skill."""
 
 import json
 import random
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -36,32 +34,9 @@ def test_literal_document_reads_without_running():
 
 
 @pytest.fixture
-def endpoint(monkeypatch):
-    answers: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            content = answers.pop(0)
-            message = {"role": "assistant", "content": content}
-            usage = {"prompt_tokens": 120, "completion_tokens": 30}
-            body = json.dumps({"choices": [{"index": 0, "message": message}], "usage": usage}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    monkeypatch.setenv("RATCHET_LLM_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
-    monkeypatch.setenv("RATCHET_LLM_MODEL", "tiny-coder")
-    yield answers
-    server.shutdown()
-    server.server_close()
+def endpoint(chat_endpoint):
+    chat_endpoint.usage = {"prompt_tokens": 120, "completion_tokens": 30}
+    return chat_endpoint.answers
 
 
 def build(answer: str, endpoint: list[str]):

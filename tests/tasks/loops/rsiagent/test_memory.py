@@ -88,3 +88,16 @@ def test_the_llm_brief_fills_every_field_of_the_prompt_file():
     text = memory_brief(trace)
     assert "Template: refund_unshipped_order" in text and "refund_order:precondition_failed" in text
     assert "Unmet goals: refunded" in text and "Broken guards: -" in text and "{" not in text.split("Trajectory")[0]
+
+
+def test_the_llm_writer_keeps_every_answer_it_could_not_use_with_why(chat_endpoint):
+    from schemas.configs import EvolveConfig
+    from tasks.loops.rsiagent.llm import llm_writer
+
+    trace = Trace("c", "refund_unshipped_order", (_step("refund_order", False, "precondition_failed"),), False,
+                  unmet=("refunded",))
+    chat_endpoint.answers.append("I would add a retry rule.")  # no harness in the answer
+    writer = llm_writer(EvolveConfig())
+    assert writer(trace, EMPTY, random.Random(0)) is None
+    assert len(writer.refused) == 1 and writer.refused[0].proposal.answer == "I would add a retry rule."
+    assert str(writer.refused[0])  # the reason distill records on its llm_unusable candidate

@@ -1,10 +1,7 @@
 """The self_healing rule writer behind `proposer: llm`, against a local OpenAI-compatible
 stub (the wiring, not a model): an answer is a proposal only if it adds one rule or skill."""
 
-import json
 import random
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -25,32 +22,8 @@ TRACES = [Trace("cancel_latest_order/000", "cancel_latest_order", (), False, unm
 
 
 @pytest.fixture
-def endpoint(monkeypatch):
-    answers: list[str] = []
-    prompts: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            prompts.append(request["messages"][-1]["content"])
-            body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
-                                                                     "content": answers.pop(0)}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    monkeypatch.setenv("RATCHET_LLM_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
-    monkeypatch.setenv("RATCHET_LLM_MODEL", "tiny-coder")
-    yield answers, prompts
-    server.shutdown()
-    server.server_close()
+def endpoint(chat_endpoint):
+    return chat_endpoint.answers, chat_endpoint.prompts
 
 
 def write(document, endpoint):
