@@ -6,10 +6,13 @@ computes twice what it already holds."""
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Sequence
 
 from pydantic import BaseModel
 
+from schemas.ids import derived_id
+from schemas.rows import DistillateRow
 from tasks.runtime.context import RunRef, store_for
 
 
@@ -23,3 +26,17 @@ def once(ref: RunRef, table: str, stage: str, key: str,
     rows = list(compute())
     store.write_part(table, ref.run_id, stage, key, rows)
     return rows
+
+
+def distillate(ref: RunRef, kind: str, round_index: int, body: dict, *key: object) -> DistillateRow:
+    """An active distillate of ``kind`` whose content is ``body`` as sorted JSON; its id
+    derives from (run, kind, round, *key), so a rerun of the round writes the same row."""
+    return DistillateRow(run_id=ref.run_id, distillate_id=derived_id(ref.run_id, kind, round_index, *key),
+                         round=round_index, kind=kind, content=json.dumps(body, sort_keys=True), uri=None,
+                         source_execution_ids=[], support=1, status="active")
+
+
+def distilled(ref: RunRef, kind: str) -> list[dict]:
+    """The JSON bodies of the run's distillates of ``kind``, by (round, distillate_id)."""
+    rows = [r for r in store_for(ref.store_uri).read_rows("distillates", ref.run_id) if r.kind == kind]
+    return [json.loads(r.content) for r in sorted(rows, key=lambda r: (r.round, r.distillate_id))]

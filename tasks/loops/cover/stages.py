@@ -20,7 +20,7 @@ from prefect import task
 from schemas.configs import SandboxConfig
 import random
 
-from schemas.ids import content_id, derived_id, seed_for
+from schemas.ids import content_id, seed_for
 from schemas.rows import DistillateRow
 from suites.codemidas.suite import kept_tasks
 from suites.executors import make_executor
@@ -29,7 +29,7 @@ from tasks.loops.cover.rounds import Arm, train_step
 from tasks.loops.cover.sandbox import run_programs
 from tasks.proposers.test_inputs import llm_arguments
 from tasks.runtime.context import RunRef, run_config, store_for
-from tasks.runtime.parts import once
+from tasks.runtime.parts import distillate, once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -41,12 +41,6 @@ def section(ref: RunRef):
 def arm_of(ref: RunRef) -> Arm:
     s = section(ref)
     return Arm(s.reward, s.filter, s.code_lr, s.test_lr)
-
-
-def row(ref: RunRef, kind: str, step: int, body: dict, *key: object) -> DistillateRow:
-    return DistillateRow(run_id=ref.run_id, distillate_id=derived_id(ref.run_id, kind, step, *key), round=step,
-                         kind=kind, content=json.dumps(body, sort_keys=True), uri=None, source_execution_ids=[],
-                         support=1, status="active")
 
 
 @task(name="execute", **STAGE_OPTIONS)
@@ -69,7 +63,7 @@ def execute_problems(ref: RunRef) -> list[Problem]:
 
         def rows(p=p) -> list[DistillateRow]:
             got = run_programs(p, make_executor(sandbox))
-            return [row(ref, "cover_outcomes", 0, {"prob_id": p.task_id, "outcomes": got}, p.task_id)]
+            return [distillate(ref, "cover_outcomes", 0, {"prob_id": p.task_id, "outcomes": got}, p.task_id)]
 
         p.outcomes = json.loads(once(ref, "distillates", "execute", key, rows)[0].content)["outcomes"]
         out.append(p)
@@ -87,7 +81,7 @@ def llm_row(ref: RunRef, task_row: dict) -> DistillateRow:
     store = store_for(ref.store_uri)
     body = {"prob_id": task_row["task_id"], "inputs": args, "why_none": why, "tokens_in": answer.tokens_in,
             "tokens_out": answer.tokens_out}
-    written = row(ref, "cover_llm_inputs", 0, body, "llm", task_row["task_id"])
+    written = distillate(ref, "cover_llm_inputs", 0, body, "llm", task_row["task_id"])
     return written.model_copy(update={"uri": store.blob_uri(store.put_blob(answer.text.encode()))})
 
 
@@ -96,18 +90,18 @@ def step_rows(ref: RunRef, step: int, problems: list[Problem], records: list[dic
     out = []
     for p, rec in zip(problems, records):
         for k, (q, op, gt) in enumerate(zip(rec["programs"], rec["operators"], rec["code_rewards"])):
-            out.append(row(ref, "cover_program", step, {"step": step, "prob_id": p.task_id, "prog_id": k, "operator": op,
+            out.append(distillate(ref, "cover_program", step, {"step": step, "prob_id": p.task_id, "prog_id": k, "operator": op,
                                                         "candidate_id": p.ids[q], "gt_pass_frac": gt}, p.task_id, k))
-            out.append(row(ref, "cover_exec", step, {"step": step, "prob_id": p.task_id, "prog_id": k,
+            out.append(distillate(ref, "cover_exec", step, {"step": step, "prob_id": p.task_id, "prog_id": k,
                                                      "passed": [t["passed"][k] for t in rec["tests"]]}, "x", p.task_id, k))
         for k, t in enumerate(rec["tests"]):
             body = {key: t[key] for key in ("generator", "valid", "kept", "drop_reason", "mi", "cov_sign", "reward",
                                              "trivial", "expected")}
-            out.append(row(ref, "cover_test", step, {**body, "step": step, "prob_id": p.task_id, "test_id": k,
+            out.append(distillate(ref, "cover_test", step, {**body, "step": step, "prob_id": p.task_id, "test_id": k,
                                                      "input_hash": content_id(t["input"])}, "t", p.task_id, k))
     for role, logits, names in (("code", code, OPERATORS), ("test", test, problems[0].generators)):
         probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
-        out.append(row(ref, "cover_policy", step, {"step": step, "role": role, "actions": list(names),
+        out.append(distillate(ref, "cover_policy", step, {"step": step, "role": role, "actions": list(names),
                                                    "logits": [float(x) for x in logits],
                                                    "probs": [float(x) for x in probs]}, role))
     return out

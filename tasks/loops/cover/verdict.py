@@ -21,9 +21,9 @@ from schemas.rows import CandidateRow, GateDecisionRow, RegistryRow
 from tasks.gate.stats import paired_bootstrap_ci
 from tasks.loops.cover.problems import OPERATORS, Problem
 from tasks.loops.cover.rounds import candidate_set, evaluate
-from tasks.loops.cover.stages import arm_of, row, section
+from tasks.loops.cover.stages import arm_of, section
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
-from tasks.runtime.parts import once
+from tasks.runtime.parts import distillate, once
 from tasks.runtime.retry import STAGE_OPTIONS
 
 GATE = "cover_suite"
@@ -62,7 +62,7 @@ def gate(ref: RunRef, problems: list[Problem], code: list[float], test: list[flo
     trained = evaluations(ref, problems, code, test, "select")
     base = evaluations(ref, problems, uniform_code, uniform_test, "select")
     once(ref, "distillates", "evals", "select", lambda: [
-        row(ref, "cover_eval", -1, {"ckpt": ckpt, "bench": r["task_id"], "seed": r["seed"], "pass1": r["rerank"],
+        distillate(ref, "cover_eval", -1, {"ckpt": ckpt, "bench": r["task_id"], "seed": r["seed"], "pass1": r["rerank"],
                                     "auc": r["auc"], "trivial_share": r["trivial_share"], "collapse": r["collapse"],
                                     "kept": r["kept"]}, ckpt, r["task_id"], r["seed"])
         for ckpt, rows in ((steps, trained), (0, base)) for r in rows])

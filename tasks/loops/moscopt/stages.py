@@ -39,10 +39,10 @@ from tasks.loops.moscopt.edits import Memory, propose
 from tasks.loops.moscopt.llm import LLMProposer
 from tasks.loops.moscopt.loop import Knobs, Outcome, Round, Simulate, mean_success, run_round
 from tasks.loops.moscopt.pool import State, seed_pool
-from tasks.loops.moscopt.tables import STATE, kind_rows, outcome_rows, round_rows, row, skill_rows, state_body
+from tasks.loops.moscopt.tables import STATE, outcome_rows, round_rows, skill_rows, state_body
 from tasks.proposers.rule_evidence import trace_of
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
-from tasks.runtime.parts import once
+from tasks.runtime.parts import distillate, distilled, once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -131,12 +131,12 @@ def plant(ref: RunRef) -> str:
         val = sandboxed_simulator(ref, 0)(state, "select")
         body = state_body(state, Memory(), {}, edits)
         return [*skill_rows(ref, 0, state, {}, "seed"), *outcome_rows(ref, 0, "select", val, state),
-                row(ref, STATE, 0, body)]
+                distillate(ref, STATE, 0, body)]
 
     published = once(ref, "distillates", "plant", round_key(0), rows)
     state = State.of(json.loads(next(r for r in published if r.kind == STATE).content)["pool"])
     state_id = publish_state(ref, state, 0)
-    val = [r for r in kind_rows(ref, "moscopt_episodes") if r["round"] == 0]
+    val = [r for r in distilled(ref, "moscopt_episodes") if r["round"] == 0]
     decision = GateDecisionRow(
         run_id=ref.run_id, decision_id=derived_id(ref.run_id, state_id, GATE_SEED, 0), round=0, candidate_id=state_id,
         gate=GATE_SEED, baseline_id=None, decision="accept", reason="no champion yet: the seed pool is the first",
@@ -151,7 +151,7 @@ def plant(ref: RunRef) -> str:
 
 def previous(ref: RunRef, round_index: int) -> tuple[State, Memory, dict, dict]:
     """(state, memory, statistics, catalogue) after round ``round_index``."""
-    body = next(b for b in kind_rows(ref, STATE) if b["round"] == round_index)
+    body = next(b for b in distilled(ref, STATE) if b["round"] == round_index)
     stats = {s: tuple(v) for s, v in body["stats"].items()}
     memory = Memory(set(body["rejected"]), dict(body["experience"]))
     return State.of(body["pool"], body["gating"]), memory, stats, body["catalogue"]
@@ -176,7 +176,7 @@ def edit_round(ref: RunRef, round_index: int) -> str:
 
     def distill() -> list[DistillateRow]:
         rd, memory, edits, before = compute()
-        return [*round_rows(ref, rd, before), row(ref, STATE, round_index, {**state_body(rd.state, memory, rd.stats, edits),
+        return [*round_rows(ref, rd, before), distillate(ref, STATE, round_index, {**state_body(rd.state, memory, rd.stats, edits),
                                                                    "round": round_index})]
 
     once(ref, "distillates", "edit_round", key, distill)
@@ -204,7 +204,7 @@ def moscopt_summary(ref: RunRef) -> dict[str, object]:
     """Seed vs final champion (select and holdout) and the edit counts by stage."""
     store = store_for(ref.store_uri)
     registry = sorted(store.read_rows("registry", ref.run_id), key=lambda r: r.version)
-    edits = kind_rows(ref, "moscopt_edits")
+    edits = distilled(ref, "moscopt_edits")
     first, last = (registry[0], registry[-1]) if registry else (None, None)
     return {
         "run_id": ref.run_id, "suite": "toolsim", "metric": "success",

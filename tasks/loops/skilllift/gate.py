@@ -29,15 +29,13 @@ from tasks.loops.skilllift.stages import (
     SKILLS,
     champion_id,
     current_rubric,
-    kind_rows,
     real_cases,
     real_tag,
     round_key,
-    row,
     traces_of,
 )
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, store_for
-from tasks.runtime.parts import once
+from tasks.runtime.parts import distillate, distilled, once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.register import holdout_score
@@ -112,12 +110,12 @@ def recalibrate(ref: RunRef, round_index: int, candidates: list[str]) -> int:
         _, rubric = current_rubric(ref)
         traces = [t for c in candidates for t in traces_of(ref, real_tag(c), c)]
         extended = extend_rubric(rubric, traces)
-        executed = sorted({r["id"] for r in kind_rows(ref, SKILLS) if r["executed"]})
+        executed = sorted({r["id"] for r in distilled(ref, SKILLS) if r["executed"]})
         documents = {c: harness_document(ref, c) for c in executed}
         real = {c: sum(success_by_case(ref, c).values()) / max(len(success_by_case(ref, c)), 1) for c in executed}
         features, scores = executed_features(extended, documents, real)
         fitted = refit(extended, features, scores, config.skilllift.calibrate, config.skilllift.l2)
-        return [row(ref, RUBRICS, round_index, {"ver": round_index, "round": round_index,
+        return [distillate(ref, RUBRICS, round_index, {"ver": round_index, "round": round_index,
                                                 "items_json": rubric_json(fitted), "method": config.skilllift.calibrate,
                                                 "fitted_on": len(executed)})]
 
@@ -131,7 +129,7 @@ def skilllift_summary(ref: RunRef) -> dict[str, object]:
     store = store_for(ref.store_uri)
     registry = sorted(store.read_rows("registry", ref.run_id), key=lambda r: r.version)
     decisions = [d for d in store.read_rows("gate_decisions", ref.run_id) if d.gate == GATE]
-    cost = kind_rows(ref, COST)
+    cost = distilled(ref, COST)
     first, last = (registry[0], registry[-1]) if registry else (None, None)
     return {
         "run_id": ref.run_id, "suite": "toolsim", "metric": "success",
@@ -139,7 +137,7 @@ def skilllift_summary(ref: RunRef) -> dict[str, object]:
         "seed_select_success": first.select_score if first else None, "select_success": last.select_score if last else None,
         "seed_holdout_success": first.holdout_score if first else None, "holdout_score": last.holdout_score if last else None,
         "accepted": sum(d.decision == "accept" for d in decisions), "rejected": sum(d.decision == "reject" for d in decisions),
-        "rank_corr": [c["rank_corr"] for c in kind_rows(ref, CALIBRATION)],
+        "rank_corr": [c["rank_corr"] for c in distilled(ref, CALIBRATION)],
         "real_episodes": sum(c["real_episodes"] for c in cost), "oracle_tokens": sum(c["oracle_tokens"] for c in cost),
         "rubric_checks": sum(c["rubric_checks"] for c in cost),
     }

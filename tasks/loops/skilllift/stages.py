@@ -26,7 +26,7 @@ from typing import Sequence
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import CandidateRow, DistillateRow
 from tasks.gate.evidence import json_safe
 from tasks.gate.stage import current_champion, registry_name
@@ -40,7 +40,7 @@ from tasks.loops.skilllift.llm import LLMReviser, reviser_tokens
 from tasks.loops.skilllift.rubric import Rubric, rubric_json, rubric_score, seed_rubric
 from tasks.proposers.rule_evidence import Trace, trace_of
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
-from tasks.runtime.parts import once
+from tasks.runtime.parts import distillate, distilled, once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.stages.execute import run_candidates
@@ -59,20 +59,9 @@ def real_tag(candidate_id: str) -> str:
     return f"real-{candidate_id[:20]}"
 
 
-def row(ref: RunRef, kind: str, round_index: int, body: dict, *key: object) -> DistillateRow:
-    return DistillateRow(run_id=ref.run_id, distillate_id=derived_id(ref.run_id, kind, round_index, *key),
-                         round=round_index, kind=kind, content=json.dumps(body, sort_keys=True), uri=None,
-                         source_execution_ids=[], support=1, status="active")
-
-
-def kind_rows(ref: RunRef, kind: str) -> list[dict]:
-    rows = [r for r in store_for(ref.store_uri).read_rows("distillates", ref.run_id) if r.kind == kind]
-    return [json.loads(r.content) for r in sorted(rows, key=lambda r: (r.round, r.distillate_id))]
-
-
 def current_rubric(ref: RunRef) -> tuple[int, Rubric]:
     """(version, items) of the latest rubric."""
-    latest = max(kind_rows(ref, RUBRICS), key=lambda r: r["ver"])
+    latest = max(distilled(ref, RUBRICS), key=lambda r: r["ver"])
     return latest["ver"], json.loads(latest["items_json"])
 
 
@@ -97,7 +86,7 @@ def real_cases(ref: RunRef, candidate_id: str) -> dict[str, dict[str, float]]:
 
 
 def real_run_rows(ref: RunRef, round_index: int, candidate_id: str) -> list[DistillateRow]:
-    return [row(ref, REAL_RUNS, round_index, {"skill_id": candidate_id, "round": round_index, "task_id": case,
+    return [distillate(ref, REAL_RUNS, round_index, {"skill_id": candidate_id, "round": round_index, "task_id": case,
                                               "run": 0, "pass": bool(m["success"]), "tokens": int(m["tool_calls"])},
                 candidate_id, case)
             for case, m in sorted(real_cases(ref, candidate_id).items())]
@@ -112,7 +101,7 @@ def skill_row(ref: RunRef, round_index: int, v: Visited, rubric_ver: int, execut
     body = {"id": v.skill_id, "round": round_index, "parent": v.parent or None, "operator": v.operator,
             "text": json.dumps(v.document, sort_keys=True), "rubric_ver": rubric_ver,
             "rubric_score": v.rubric_score, "executed": executed}
-    return row(ref, SKILLS, round_index, body, v.skill_id)
+    return distillate(ref, SKILLS, round_index, body, v.skill_id)
 
 
 # -- stages ----------------------------------------------------------------------------
@@ -132,8 +121,8 @@ def plant(ref: RunRef) -> str:
         rubric = seed_rubric(traces)
         start = Visited(seed, document, "", "seed", rubric_score(rubric, document), 0)
         real_runs = real_run_rows(ref, 0, seed)
-        return [row(ref, RUBRICS, 0, {"ver": 0, "round": 0, "items_json": rubric_json(rubric)}),
-                row(ref, CATALOGUE, 0, {"rules": catalogue(traces, document)}), skill_row(ref, 0, start, 0, True),
+        return [distillate(ref, RUBRICS, 0, {"ver": 0, "round": 0, "items_json": rubric_json(rubric)}),
+                distillate(ref, CATALOGUE, 0, {"rules": catalogue(traces, document)}), skill_row(ref, 0, start, 0, True),
                 *real_runs, cost_row(ref, 0, "outer", real_runs, 0, 0)]
 
     once(ref, "distillates", "plant", round_key(0), rows)
@@ -144,7 +133,7 @@ def plant(ref: RunRef) -> str:
 def cost_row(ref: RunRef, round_index: int, phase: str, real_runs: Sequence[DistillateRow], framework_tokens: int,
              rubric_checks: int) -> DistillateRow:
     oracle = sum(json.loads(r.content)["tokens"] for r in real_runs)
-    return row(ref, COST, round_index, {"round": round_index, "phase": phase, "oracle_tokens": oracle,
+    return distillate(ref, COST, round_index, {"round": round_index, "phase": phase, "oracle_tokens": oracle,
                                         "framework_tokens": framework_tokens, "rubric_checks": rubric_checks,
                                         "real_episodes": len(real_runs)}, phase)
 
@@ -168,12 +157,12 @@ def inner(ref: RunRef, round_index: int) -> list[str]:
 
     def rows() -> list:
         ver, rubric = current_rubric(ref)
-        rules = kind_rows(ref, CATALOGUE)[0]["rules"]
+        rules = distilled(ref, CATALOGUE)[0]["rules"]
         revise = LLMReviser(rubric, config.evolve) if config.proposer == "llm" else rule_reviser(rules)
         rng = random.Random(seed_for(config.seed, "skilllift", "inner", round_index))
         visited = hill_climb(harness_document(ref, champion), rubric_scorer(rubric), revise, s.inner_iterations,
                              s.proposals, rng)
-        executed = {r["id"] for r in kind_rows(ref, SKILLS) if r["executed"]}
+        executed = {r["id"] for r in distilled(ref, SKILLS) if r["executed"]}
         chosen = top_k([v for v in visited if v.skill_id != champion], s.top_k, executed)
         picked = {v.skill_id for v in chosen}
         proposer = "llm" if config.proposer == "llm" else "rubric_hill_climb"
@@ -211,7 +200,7 @@ def outer(ref: RunRef, round_index: int, candidates: list[str]) -> dict:
         real_runs = [r for c in candidates for r in real_run_rows(ref, round_index, c)]
         body = {"round": round_index, "rubric_ver": ver, "n_cands": corr.n_cands, "rank_corr": corr.kendall,
                 "ci_low": corr.ci_low, "ci_high": corr.ci_high, "spearman": corr.spearman, "metric": "kendall_tau_b"}
-        return [row(ref, CALIBRATION, round_index, json_safe(body)), *real_runs,
+        return [distillate(ref, CALIBRATION, round_index, json_safe(body)), *real_runs,
                 cost_row(ref, round_index, "outer", real_runs, 0, 0)]
 
     published = once(ref, "distillates", "outer", round_key(round_index), rows)
