@@ -100,8 +100,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 3, quick 1)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds per run (default 8, quick 1)")
     parser.add_argument("--store", default=None, help="store folder (default: a temporary one)")
-    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2),
-                        help="toolsim version (2: side effects; suites/toolsim/faults.py)")
+    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2, 3),
+                        help="toolsim version (2: side effects, faults.py; 3: also per-tool pagination and truncation, observations.py)")
     args = parser.parse_args()
     seeds = args.seeds or (1 if args.quick else 3)
     rounds = args.rounds or (1 if args.quick else 8)

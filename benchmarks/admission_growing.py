@@ -127,8 +127,8 @@ def main() -> None:
                                                                "the train stream and the window are exhausted)")
     parser.add_argument("--instances", type=int, default=20, help="toolsim instances per template")
     parser.add_argument("--window", type=int, default=8, help="rolling failure window size")
-    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2),
-                        help="toolsim version (2: side effects; suites/toolsim/faults.py)")
+    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2, 3),
+                        help="toolsim version (2: side effects, faults.py; 3: also per-tool pagination and truncation, observations.py)")
     args = parser.parse_args()
     seeds = list(range(2)) if args.quick else list(range(args.seeds))
     budget, instances, window = (2, 5, 4) if args.quick else (args.budget, args.instances, args.window)

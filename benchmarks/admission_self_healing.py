@@ -181,8 +181,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=10, help="rounds (proposals) per run")
     parser.add_argument("--instances", type=int, default=10, help="toolsim instances per template")
-    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2),
-                        help="toolsim version (2: side effects; suites/toolsim/faults.py)")
+    parser.add_argument("--suite-version", type=int, default=1, choices=(1, 2, 3),
+                        help="toolsim version (2: side effects, faults.py; 3: also per-tool pagination and truncation, observations.py)")
     parser.add_argument("--fault-rate", type=float, default=0.15, help="toolsim fault rate per call")
     args = parser.parse_args()
     seeds, budget, instances = (list(range(2)), 2, 5) if args.quick else (list(range(args.seeds)), args.budget,

@@ -28,8 +28,10 @@ made by rule actions); calls at depth 2 run bare, which bounds recursion:
    per call), ``switch_tool`` calls its tool instead (once), ``call_first`` calls its
    tool and then the original again (once). On a success, the first matching
    ``on_result`` rule with budget left retries. With no rule left, the outcome stands.
-3. Paging: while ``next_page`` is set (up to ``max_pages`` pages), read the next page
-   through step 2 and concatenate the list fields.
+3. Paging: while the tool's next-page field is set (``next_page``, or ``next_cursor``
+   for a cursor-paged tool; up to ``max_pages`` pages), read the next page through step
+   2 and concatenate the list fields. Under suite version 3 the merged observation is
+   then truncated (``observations.py``) before the agent keeps it.
 4. ``after`` rules whose tool and ``when`` match (after the merge): ``then_call``.
 
 Trajectory steps are dicts with the fields of ``schemas.rows.StepRow`` other than
@@ -54,6 +56,7 @@ from typing import Any
 
 from suites.toolsim.backend import Backend
 from suites.toolsim.harness import VAR, Action, Condition, Harness, Pick, Skill, parse_steps
+from suites.toolsim.observations import PAGING, paging_argument, truncated
 from suites.toolsim.templates import get_template
 from suites.toolsim.tools import TOOLS, ToolError
 
@@ -100,8 +103,8 @@ def _action_budget(action: Action) -> int:
 class Agent:
     """Runs one request under a harness (see the module docstring)."""
 
-    def __init__(self, backend: Backend, harness: Harness, max_steps: int) -> None:
-        self.backend, self.harness, self.max_steps = backend, harness, max_steps
+    def __init__(self, backend: Backend, harness: Harness, max_steps: int, truncate: bool = False) -> None:
+        self.backend, self.harness, self.max_steps, self.truncate = backend, harness, max_steps, truncate
         self.steps: list[dict[str, Any]] = []
         self.variables: dict[str, Any] = {}
         self._via = ""
@@ -185,6 +188,8 @@ class Agent:
                 outcome = self._paginate(tool, args, outcome, pager.action.max, depth)
         if not outcome.ok:
             return outcome
+        if self.truncate:
+            outcome = Outcome(True, truncated(outcome.result))
         self._merge(outcome.result)
         for rule in self._triggered("after", tool) if ruled else ():
             with self._caused_by(rule.rule_id):
@@ -229,9 +234,10 @@ class Agent:
         return None
 
     def _paginate(self, tool: str, args: dict[str, Any], first: Outcome, max_pages: int, depth: int) -> Outcome:
+        arg = paging_argument(TOOLS[tool].args)
         result, pages = dict(first.result), 1
-        while result.get("next_page") and pages < max_pages:
-            page = self._attempt(tool, {**args, "page": result["next_page"]}, depth)
+        while result.get(PAGING[arg]) is not None and pages < max_pages:
+            page = self._attempt(tool, {**args, arg: result[PAGING[arg]]}, depth)
             if not page.ok:
                 return page
             lists = {k: result[k] + v for k, v in page.result.items() if isinstance(v, list) and k in result}

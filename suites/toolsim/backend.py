@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from suites.toolsim.faults import CALL_QUOTA, RATE_LIMIT_WAIT, FaultEvent, FaultSchedule
+from suites.toolsim.observations import paged
 from suites.toolsim.tools import ToolError, validate_args
 from suites.toolsim.world import Message, Order, Refund, Reservation, Ticket, World
 
@@ -230,8 +231,8 @@ def replica_of(world: World) -> World:
 class Backend:
     """The world plus a clock, the fault schedule and the events drawn so far."""
 
-    def __init__(self, world: World, schedule: FaultSchedule) -> None:
-        self.world, self.schedule = world, schedule
+    def __init__(self, world: World, schedule: FaultSchedule, cursor_paging: bool = False) -> None:
+        self.world, self.schedule, self.cursor_paging = world, schedule, cursor_paging
         self.replica = replica_of(world)
         self.clock = 0
         self.events: list[FaultEvent] = []
@@ -267,5 +268,8 @@ class Backend:
             HANDLERS[tool](self.world, copy.deepcopy(args))
             raise ToolError("transient_unavailable", f"{tool} timed out before answering", True)
         if fault == "stale":
-            return {**HANDLERS[tool](self.replica, dict(args)), "stale": True}
-        return HANDLERS[tool](self.world, copy.deepcopy(args))
+            return self._answer(tool, args, {**HANDLERS[tool](self.replica, dict(args)), "stale": True})
+        return self._answer(tool, args, HANDLERS[tool](self.world, copy.deepcopy(args)))
+
+    def _answer(self, tool: str, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        return paged(tool, args, result) if self.cursor_paging else result

@@ -63,9 +63,10 @@ def run_episode(payload: dict[str, Any], harness: Harness) -> Episode:
     template = get_template(payload["template"])
     scenario = template.build(payload["world_seed"])
     initial = scenario.world.clone()
-    side_effects = payload.get("version", 1) >= 2
-    backend = Backend(scenario.world, FaultSchedule(payload["noise_seed"], payload["fault_rate"], side_effects))
-    agent = Agent(backend, harness, step_budget(payload, harness))
+    version = payload.get("version", 1)
+    backend = Backend(scenario.world, FaultSchedule(payload["noise_seed"], payload["fault_rate"], version >= 2),
+                      cursor_paging=version >= 3)
+    agent = Agent(backend, harness, step_budget(payload, harness), truncate=version >= 3)
     status = agent.run(template.name, scenario.request)
     evaluation = template.evaluate(initial, backend.world, scenario.hidden)
     return Episode(

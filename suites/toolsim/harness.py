@@ -31,7 +31,8 @@ Triggers (exactly one kind):
 Actions (exactly one kind) and the triggers they go with:
   ``retry: {max: 1..5, backoff?: 0..8}`` (on_error, on_result: call again, after waiting
   ``backoff`` ticks); ``paginate: {max_pages?: 1..20}`` (before a tool with a ``page``
-  argument: keep reading pages while ``next_page`` is set and concatenate them);
+  or ``cursor`` argument: keep reading pages while ``next_page`` / ``next_cursor`` is set
+  and concatenate them; ``observations.py``);
   ``call_first: {tool, args?}`` (before: call it first; on_error: call it, then retry
   once); ``switch_tool: {tool, args?}`` (on_error: call it instead); ``then_call: {tool,
   args?}`` (after).
@@ -56,6 +57,7 @@ from typing import Any
 
 import yaml
 
+from suites.toolsim.observations import paging_argument
 from suites.toolsim.templates import TEMPLATES
 from suites.toolsim.tools import ERROR_CODES, TOOLS
 
@@ -261,8 +263,8 @@ def _action(raw: Any, path: str, trigger: Trigger) -> Action:
                       backoff=_integer(body.get("backoff", 0), f"{where}.backoff", 0, 8))
     if kind == "paginate":
         body = _mapping(raw[kind] or {}, where, (), ("max_pages",))
-        if "page" not in TOOLS[trigger.tool].args:
-            raise HarnessError(where, f"{trigger.tool} has no page argument to paginate")
+        if paging_argument(TOOLS[trigger.tool].args) is None:
+            raise HarnessError(where, f"{trigger.tool} has no page or cursor argument to paginate")
         return Action(kind, max=_integer(body.get("max_pages", 10), f"{where}.max_pages", 1, 20))
     body = _mapping(raw[kind], where, ("tool",), ("args",))
     tool = _tool(body["tool"], f"{where}.tool")

@@ -27,8 +27,10 @@ holds the template, the instance index, ``world_seed``, the customer's request
 (``params``: what the agent is given), ``noise_seed``, ``fault_rate``, ``flip_rate`` and
 ``max_steps``, and ``"version": 2`` under suite version 2 (side effects: non-idempotent
 writes whose acknowledgement is lost, per-tool call quotas that retries use up, loaded
-skills for other templates that shrink the step budget; ``faults.py``; version 1
-payloads are unchanged, so stored runs keep their meaning). Every candidate run on a case shares its ``noise_seed``, so comparisons on
+skills for other templates that shrink the step budget; ``faults.py``) and ``"version": 3``
+under version 3 (version 2 plus per-tool pagination and observation truncation;
+``observations.py``). Version 1 payloads are unchanged, so stored runs keep their meaning.
+Every candidate run on a case shares its ``noise_seed``, so comparisons on
 the same case are paired replays; ``reseeded(case, seed)`` gives independent noise
 (Luck Is Not Skill's unpaired arm).
 """
@@ -66,8 +68,8 @@ def run(fn, payload):
 '''
 
 SCORER_MODULES = (
-    "agent", "backend", "episode", "faults", "harness", "plans", "scenarios", "seeding", "suite", "templates",
-    "tools", "world",
+    "agent", "backend", "episode", "faults", "harness", "observations", "plans", "scenarios", "seeding", "suite",
+    "templates", "tools", "world",
 )
 """Every module of the trusted simulation: ``scorer_version`` hashes them all."""
 
@@ -96,8 +98,8 @@ class ToolSim(Suite):
         for label, rate in (("fault_rate", fault_rate), ("flip_rate", flip_rate)):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"toolsim: {label} must be in [0, 1], got {rate}")
-        if version not in (1, 2):
-            raise ValueError(f"toolsim: version must be 1 or 2, got {version}")
+        if version not in (1, 2, 3):
+            raise ValueError(f"toolsim: version must be 1, 2 or 3, got {version}")
         if not 1 <= max_steps <= 200:
             raise ValueError(f"toolsim: max_steps must be in 1..200, got {max_steps}")
         self.seed, self.instances_per_template = int(seed), int(instances_per_template)

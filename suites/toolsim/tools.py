@@ -71,7 +71,12 @@ TOOLS: dict[str, ToolSpec] = {
         True,
         "A page of 5 of the user's orders, oldest first, and next_page (None on the last).",
     ),
-    "get_order": ToolSpec({"order_id": _ID}, "order_id", True, "An order with items, status and totals."),
+    "get_order": ToolSpec(
+        {"order_id": _ID, "cursor": Arg("int", False, 0, 1000)},
+        "order_id",
+        True,
+        "An order with items, status and totals (suite version 3: 2 items a call from cursor, and next_cursor).",
+    ),
     "cancel_order": ToolSpec(
         {"order_id": _ID, "reason": Arg("str")}, "order_id", False, "Cancel a placed order."
     ),

@@ -120,8 +120,9 @@ def test_version_2_cases_carry_it_and_version_1_cases_are_unchanged():
     old, new = ToolSim(instances_per_template=1).cases(), ToolSim(instances_per_template=1, version=2).cases()
     assert "version" not in old[0].payload
     assert new[0].payload == {**old[0].payload, "version": 2}
-    with pytest.raises(ValueError, match="version must be 1 or 2"):
-        ToolSim(version=3)
+    assert ToolSim(version=3).cases()[0].payload == {**old[0].payload, "version": 3}
+    with pytest.raises(ValueError, match="version must be 1, 2 or 3"):
+        ToolSim(version=4)
 
 
 def test_the_scorer_sees_a_retried_reservation_as_harm():
