@@ -50,7 +50,7 @@ def replay(proposer: str, task: dict, seed: object, trials: Sequence[dict], poin
     first = trials[0]["config"]
     for k, other in enumerate(descriptions):
         config = propose(proposer, other, [], seed, 1, startup)
-        rows.append(_row(1, "cold_start", k, config, first))
+        rows.append({**_row(1, "cold_start", k, config, first), "lr_moved": config["lr"] != first["lr"]})
     for t in (p for p in points if 3 <= p <= len(trials)):
         history: History = [(r["config"], r["val_nrmse"]) for r in trials[:t - 1]]
         original = trials[t - 1]["config"]
