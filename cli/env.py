@@ -34,6 +34,11 @@ def prepare_environment(store_uri: str) -> None:
         "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
         "GIT_PYTHON_REFRESH": "quiet",
     }
+    if "PREFECT_API_URL" not in os.environ:
+        # The ephemeral server is ours and dies with the run: when a run fails and exits,
+        # its event recorder logs the cancelled flush of its last events as tracebacks,
+        # which would bury the run's one-line error. A real server's logs are its own.
+        defaults["PREFECT_SERVER_LOGGING_LEVEL"] = "CRITICAL"
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)

@@ -46,3 +46,22 @@ def test_an_empty_flow_run_no_longer_waits_for_the_heartbeat_thread(monkeypatch)
     assert without < 0.5
     assert without < with_heartbeat, (without, with_heartbeat)
     print(f"empty flow run: {without:.3f} s without heartbeats, {with_heartbeat:.3f} s with")
+
+
+def test_the_ephemeral_servers_shutdown_noise_is_silenced_and_a_real_servers_logs_are_left_alone(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import os, sys; from cli.env import prepare_environment; prepare_environment(sys.argv[1]); "
+             "print(os.environ.get('PREFECT_SERVER_LOGGING_LEVEL'))")
+    base = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_SERVER_LOGGING_LEVEL")}
+
+    def level(**extra) -> str:
+        done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "store")], env={**base, **extra},
+                              capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    assert level() == "CRITICAL"
+    assert level(PREFECT_API_URL="http://127.0.0.1:4200/api") == "None"
+    assert level(PREFECT_SERVER_LOGGING_LEVEL="DEBUG") == "DEBUG"  # what the user set stays
