@@ -16,10 +16,17 @@ from statistics import fmean
 from typing import Callable, Sequence
 
 from suites.pde1d.space import CONFIG_SPACE
+from suites.pde1d.suite import parse_condition
 from tasks.loops.prior_or_feedback.distance import config_distance, permuted
 from tasks.loops.prior_or_feedback.proposers import History, propose
 
 INTERVENTIONS = ("cold_start", "permuted", "control")
+
+
+def task_of(condition: str) -> dict:
+    """``"burgers:0.1->burgers:0.02"`` -> the task the proposers read: source and target."""
+    source, target = condition.split("->")
+    return {"source": parse_condition(source.strip()), "target": parse_condition(target.strip())}
 
 
 def search(proposer: str, task: dict, seed: object, trials: int, evaluate: Callable[[dict], float],

@@ -19,22 +19,18 @@ from schemas.ids import derived_id
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.rows import GateDecisionRow
 from suites.pde1d.space import CONFIG_SPACE
-from suites.pde1d.suite import Pde1d, parse_condition
+from suites.pde1d.suite import Pde1d
 from suites.pde1d.trials import split_nrmse
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.loops.prior_or_feedback import protocol
 from tasks.loops.prior_or_feedback.measures import evidence, reason
+from tasks.loops.prior_or_feedback.protocol import task_of
 from tasks.runtime.context import RunRef, run_config, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
 
 SIZES = ("train", "select", "holdout", "per_case")
-
-
-def task_of(condition: str) -> dict:
-    source, target = condition.split("->")
-    return {"source": parse_condition(source.strip()), "target": parse_condition(target.strip())}
 
 
 def search_id(ref: RunRef, condition: str, seed: int, proposer: str) -> str:
