@@ -62,3 +62,29 @@ def test_rerun_writes_nothing_new(run):
     before = counts(store)
     prior_or_feedback(config=small_config(), store_uri=root, run_id="pof-a")
     assert counts(store) == before
+
+
+def test_the_report_reads_the_run_in_sql(run, tmp_path):
+    from statistics import fmean
+
+    from cli.report import report_series, write_report
+    from tasks.loops.prior_or_feedback.protocol import sensitivity
+
+    store, root, summary = run
+    series = report_series(root, "pof-a")["series"]
+    runs = {r.search_id: r.proposer for r in store.read_rows("pof_runs")}
+    replays = store.read_rows("pof_replays")
+    for sid, proposer in runs.items():
+        mine = [{"intervention": r.intervention, "norm_distance": r.norm_distance} for r in replays
+                if r.search_id == sid]
+        assert series.searches[proposer][0]["sensitivity"] == pytest.approx(sensitivity(mine))
+    trials = store.read_rows("pof_trials")
+    for proposer, curve in series.curves.items():
+        (sid,) = [s for s, p in runs.items() if p == proposer]
+        values = [r.val_nrmse for r in sorted(trials, key=lambda r: r.t) if r.search_id == sid]
+        assert [b for _, b in curve] == pytest.approx([min(values[:t]) for t in range(1, 6)])
+    verdict = series.verdicts["random"]
+    assert verdict["decision"] == "reject" and verdict["delta"] == pytest.approx(
+        fmean(s["sensitivity"] for s in series.searches["random"]))
+    path = write_report(root, "pof-a", tmp_path / "pof.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000

@@ -65,7 +65,7 @@ def reason(e: dict) -> str:
              f"[{num(e['sensitivity_ci'][0])}, {num(e['sensitivity_ci'][1])}] over {e['searches']} searches "
              f"(permuted {num(e['d_permuted'], '.3f')} vs control {num(e['d_control'], '.3f')}; "
              f"permutation changed the proposal in {num(e['permuted_changed'], '.0%')})",
-             f"trial 1 beats {num(e['first_rank_fraction'] and 1 - e['first_rank_fraction'], '.0%')} "
+             f"trial 1 beats {num(None if e['first_rank_fraction'] is None else 1 - e['first_rank_fraction'], '.0%')} "
              f"of the matched random pool",
              f"cold start moved lr in {num(e['cold_start_lr_moved'], '.0%')}"]
     for baseline in ("random", "tpe"):
