@@ -22,14 +22,15 @@ from __future__ import annotations
 from prefect import flow
 
 from schemas.loops import PriorOrFeedbackRun
-from tasks.loops.prior_or_feedback.stages import attribute, protocol_summary, publish_space, replay_search, run_search
+from tasks.loops.prior_or_feedback.stages import (attribute, proposers_of, protocol_summary, publish_space,
+                                                  replay_search, run_search)
 from tasks.runtime.lifecycle import flow_run_name, recorded_run, run_id_of_flow_run, start_run
 
 
 def plan(config: PriorOrFeedbackRun) -> list[tuple[str, int, str]]:
     """Every (condition, seed, proposer) search; budget counts seeds."""
     s = config.prior_or_feedback
-    return [(c, config.seed + k, p) for c in s.conditions for k in range(config.budget) for p in s.proposers]
+    return [(c, config.seed + k, p) for c in s.conditions for k in range(config.budget) for p in proposers_of(config)]
 
 
 def progress_total(config: PriorOrFeedbackRun) -> int:

@@ -71,6 +71,9 @@ class PofTrialRow(Row):
     config_json: str
     val_nrmse: float
     wall_s: float
+    proposal_error: str = ""
+    """`proposer: llm`: why the answer was not a valid config (the rule-based prior's
+    proposal was run instead); "" when the proposer's own config ran."""
 
 
 class PofFinalTestRow(Row):
@@ -95,6 +98,8 @@ class PofReplayRow(Row):
     replay_no: int
     proposed_config_json: str
     norm_distance: float
+    proposal_error: str = ""
+    """As in pof_trials; such a replay is left out of the feedback sensitivity."""
 
 
 class PofConfigSpaceRow(Row):

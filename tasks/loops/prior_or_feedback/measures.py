@@ -8,7 +8,7 @@
   the proposer "uses feedback" when that CI lies above 0.
 
 A search is a dict: condition, seed, proposer, vals (validation nRMSE per trial), test,
-replays (rows of ``protocol.replay``)."""
+replays (rows of ``protocol.replay``; one with an ``error`` is left out of every measure)."""
 
 from __future__ import annotations
 
@@ -37,12 +37,13 @@ def versus(pairs: Sequence[tuple[dict, dict]], resamples: int = 2000) -> dict:
 def evidence(searches: Sequence[dict], proposer: str, resamples: int = 2000) -> dict:
     """Every measure of one proposer (see the module docstring)."""
     own = [s for s in searches if s["proposer"] == proposer]
+    used = [r for s in own for r in s["replays"] if not r.get("error")]
     ranks = [rank_in_pool(a["vals"][0], b["vals"])[1] for a, b in matched(searches, proposer, "random")]
     sens = [x for x in (sensitivity(s["replays"]) for s in own) if x is not None]
     low, high = paired_bootstrap_ci(sens, resamples=resamples)
-    permuted = [r for s in own for r in s["replays"] if r["intervention"] == "permuted"]
-    control = [r for s in own for r in s["replays"] if r["intervention"] == "control"]
-    cold = [r for s in own for r in s["replays"] if r["intervention"] == "cold_start"]
+    permuted = [r for r in used if r["intervention"] == "permuted"]
+    control = [r for r in used if r["intervention"] == "control"]
+    cold = [r for r in used if r["intervention"] == "cold_start"]
     out = {"proposer": proposer, "searches": len(own), "test": fmean(s["test"] for s in own) if own else None,
            "first_rank_fraction": fmean(ranks) if ranks else None,
            "cold_start_lr_moved": fmean(r["lr_moved"] for r in cold) if cold else None,

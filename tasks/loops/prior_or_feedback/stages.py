@@ -40,6 +40,21 @@ def search_id(ref: RunRef, condition: str, seed: int, proposer: str) -> str:
                       json.dumps({k: c.suite_params[k] for k in SIZES if k in c.suite_params}, sort_keys=True))
 
 
+def proposers_of(config) -> tuple[str, ...]:
+    """The run's proposers: with `proposer: llm` the LLM takes the rule-based prior's place."""
+    return protocol.proposers_of(config.prior_or_feedback.proposers, config.proposer)
+
+
+def proposer_for(ref: RunRef, name: str):
+    """A proposer's name, or under "llm" the chat endpoint's proposer (tasks/loops/prior_or_feedback/llm.py)."""
+    if name != "llm":
+        return name
+    from tasks.loops.prior_or_feedback.llm import LLMConfigProposer
+
+    config = run_config(ref)
+    return LLMConfigProposer(config.evolve, config.prior_or_feedback.trials)
+
+
 @task(name="config_space", **STAGE_OPTIONS)
 def publish_space(ref: RunRef) -> None:
     once(ref, "pof_config_space", "space", "pde1d", lambda: [
@@ -58,7 +73,7 @@ def run_search(ref: RunRef, condition: str, seed: int, proposer: str) -> str:
     sizes = {k: config.suite_params[k] for k in SIZES if k in config.suite_params}
     suite = Pde1d(source=source, target=target, seed=seed, **sizes)
     cases = suite.cases()
-    trials = protocol.search(proposer, task_of(condition), seed, section.trials,
+    trials = protocol.search(proposer_for(ref, proposer), task_of(condition), seed, section.trials,
                              lambda cfg: split_nrmse(suite, cases, cfg, "select"), section.tpe_startup)
     best = protocol.chosen(trials)
     test = split_nrmse(suite, cases, best["config"], "holdout")
@@ -68,7 +83,7 @@ def run_search(ref: RunRef, condition: str, seed: int, proposer: str) -> str:
         proposer=proposer)])
     store.write_part("pof_trials", ref.run_id, "search", sid, [PofTrialRow(
         run_id=ref.run_id, search_id=sid, t=r["t"], config_json=json.dumps(r["config"], sort_keys=True),
-        val_nrmse=r["val_nrmse"], wall_s=r["wall_s"]) for r in trials])
+        val_nrmse=r["val_nrmse"], wall_s=r["wall_s"], proposal_error=r["error"]) for r in trials])
     store.write_part("pof_final_test", ref.run_id, "search", sid, [PofFinalTestRow(
         run_id=ref.run_id, search_id=sid, chosen_t=best["t"], val_nrmse=best["val_nrmse"], test_nrmse=test)])
     reporter().advance(1, f"{proposer} {condition} seed {seed}: test nRMSE {test:.4f} (t* = {best['t']})")
@@ -86,11 +101,11 @@ def replay_search(ref: RunRef, condition: str, seed: int, proposer: str) -> None
     sid, section = search_id(ref, condition, seed, proposer), run_config(ref).prior_or_feedback
 
     def rows() -> list[PofReplayRow]:
-        out = protocol.replay(proposer, task_of(condition), seed, stored_trials(ref, sid), section.decision_points,
+        out = protocol.replay(proposer_for(ref, proposer), task_of(condition), seed, stored_trials(ref, sid), section.decision_points,
                               section.replays_per_point, section.tpe_startup, [task_of(c) for c in section.cold_starts])
         return [PofReplayRow(run_id=ref.run_id, search_id=sid, t=r["t"], intervention=r["intervention"],
                              replay_no=r["replay_no"], proposed_config_json=json.dumps(r["config"], sort_keys=True),
-                             norm_distance=r["norm_distance"]) for r in out]
+                             norm_distance=r["norm_distance"], proposal_error=r["error"]) for r in out]
     once(ref, "pof_replays", "replay", sid, rows)
 
 
@@ -101,7 +116,7 @@ def stored_searches(ref: RunRef, plan: list[tuple[str, int, str]]) -> list[dict]
         sid = search_id(ref, condition, seed, proposer)
         trials = stored_trials(ref, sid)
         first = trials[0]["config"]
-        replays = [{"intervention": r.intervention, "norm_distance": r.norm_distance,
+        replays = [{"intervention": r.intervention, "norm_distance": r.norm_distance, "error": r.proposal_error,
                     "lr_moved": json.loads(r.proposed_config_json)["lr"] != first["lr"]}
                    for r in store.read_part("pof_replays", ref.run_id, "replay", sid)]
         test = store.read_part("pof_final_test", ref.run_id, "search", sid)[0].test_nrmse
@@ -117,7 +132,7 @@ def attribute(ref: RunRef, plan: list[tuple[str, int, str]]) -> list[GateDecisio
 
     def rows() -> list[GateDecisionRow]:
         searches, out = stored_searches(ref, plan), []
-        for proposer in section.proposers:
+        for proposer in proposers_of(run_config(ref)):
             e = evidence(searches, proposer, section.resamples)
             cid, vs = derived_id("prior_or_feedback", proposer), e.get("vs_random") or {}
             out.append(GateDecisionRow(
