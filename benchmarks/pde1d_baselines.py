@@ -26,35 +26,13 @@ from statistics import fmean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from suites.pde1d.space import CONFIG_SPACE  # noqa: E402
-from suites.pde1d.suite import FLOOR, Pde1d, run  # noqa: E402
+from suites.pde1d.suite import Pde1d  # noqa: E402
+from suites.pde1d.trials import split_nrmse, suggest  # noqa: E402
 from tasks.gate.stats import paired_bootstrap_ci, sign_test_p  # noqa: E402
 
 CONDITIONS = (("burgers:0.1", "burgers:0.02"), ("advection:1.0", "advection:2.0"),
               ("advection:1.0", "burgers:0.05"), ("burgers:0.05", "advection:1.0"))
 PROPOSERS = ("random", "tpe")
-
-
-def suggest(trial) -> dict:
-    """One config from CONFIG_SPACE through an Optuna trial."""
-    config = {}
-    for param, kind, bounds in CONFIG_SPACE:
-        if kind == "categorical":
-            config[param] = trial.suggest_categorical(param, list(bounds))
-        elif kind == "int":
-            config[param] = trial.suggest_int(param, *bounds)
-        else:
-            config[param] = trial.suggest_float(param, *bounds, log=kind == "float-log")
-    return config
-
-
-def split_nrmse(suite: Pde1d, cases: list, config: dict, split: str) -> float:
-    """Mean nRMSE of ``config`` over a split's cases (the floor's nRMSE when invalid)."""
-    values = []
-    for case in (c for c in cases if c.split == split):
-        verdict = suite.score(case, run(lambda: config, case.payload))
-        values.append(verdict.metrics.get("nrmse", -FLOOR))
-    return fmean(values)
 
 
 def search(suite: Pde1d, cases: list, proposer: str, seed: int, trials: int) -> dict:

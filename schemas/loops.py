@@ -20,6 +20,7 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 from schemas.arenaflow import ArenaFlowConfig
+from schemas.prior_or_feedback import PriorOrFeedbackConfig
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
@@ -300,6 +301,16 @@ class ArenaFlowRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM is the judge)."""
 
 
+class PriorOrFeedbackRun(RunConfig):
+    SPEC = LoopSpec(name="prior_or_feedback", modifies="config", family="protocol", suites=("pde1d",),
+                    paper="Prior-or-Feedback: does the config proposer use the trial history, or only its prior?",
+                    budget_counts="seeds (one search per condition, seed and proposer)", default_budget=3)
+    loop: Literal["prior_or_feedback"] = "prior_or_feedback"
+    prior_or_feedback: PriorOrFeedbackConfig = PriorOrFeedbackConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """The chat endpoint's parameters when `proposer='llm'` (the LLM replaces the prior proposer)."""
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -311,6 +322,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MoscoptRun,
     RSIAgentRun,
     ArenaFlowRun,
+    PriorOrFeedbackRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
+from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
@@ -75,6 +76,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
         TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
         TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
+        TableSpec("pof_runs", PofRunRow, ("run_id", "search_id")),
+        TableSpec("pof_trials", PofTrialRow, ("run_id", "search_id", "t")),
+        TableSpec("pof_final_test", PofFinalTestRow, ("run_id", "search_id")),
+        TableSpec("pof_replays", PofReplayRow, ("run_id", "search_id", "t", "intervention", "replay_no")),
+        TableSpec("pof_config_space", PofConfigSpaceRow, ("run_id", "param")),
     )
 }
 

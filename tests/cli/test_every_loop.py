@@ -53,6 +53,10 @@ PROTOCOL_ARGS = {
                   "--set", "datasense.random_subsets=2", "--set", "datasense.selectors=[random, loss]"],
     "trace": ["--budget", "1", "--param", "instances_per_template=1"],
     "dense": ["--budget", "1", "--param", "instances_per_template=2", "--set", "dense.methods=[none, tree]"],
+    "prior_or_feedback": ["--budget", "1", "--param", "train=6", "--param", "select=4", "--param", "holdout=4",
+                          "--set", "prior_or_feedback.conditions=[burgers:0.1->burgers:0.02]",
+                          "--set", "prior_or_feedback.trials=4", "--set", "prior_or_feedback.tpe_startup=2",
+                          "--set", "prior_or_feedback.decision_points=[4]", "--set", "prior_or_feedback.cold_starts=[]"],
 }
 """Measurement protocols register no champion: their result is the gate's paired comparison."""
 NEGATIVE_ARGS = {
