@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
+from schemas.gai import GAIClassificationRow, GAIComponentRow, GAIVersionRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
 from schemas.rows import (
@@ -75,6 +76,9 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
         TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
         TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
+        TableSpec("gai_components", GAIComponentRow, ("run_id", "flow_id", "component")),
+        TableSpec("gai_versions", GAIVersionRow, ("run_id", "flow_id", "ver")),
+        TableSpec("gai_classification", GAIClassificationRow, ("run_id", "flow_id")),
     )
 }
 
