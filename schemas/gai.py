@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from pydantic import Field
+
 from schemas.frozen import Config
 from schemas.rows import Row
 
@@ -27,6 +29,8 @@ class GAIConfig(Config):
     """Audit only runs of these loops (empty: every loop but `gai` itself)."""
     include_failed: bool = True
     """Whether failed and interrupted runs are audited too (what they recorded still counts)."""
+    resamples: int = Field(2000, ge=100, le=100_000)
+    """Bootstrap resamples of the CI of a flow's mean internal − external gap (its noise floor)."""
 
 
 class GAIComponentRow(Row):

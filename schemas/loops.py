@@ -22,6 +22,7 @@ from schemas.post_training import (
 from schemas.arenaflow import ArenaFlowConfig
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
+from schemas.gai import GAIConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
@@ -300,6 +301,22 @@ class ArenaFlowRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM is the judge)."""
 
 
+class GAIRun(RunConfig):
+    SPEC = LoopSpec(name="gai", modifies="config", family="protocol", suites=_PROGRAM_SUITES + ("toolsim",),
+                    paper="GAI: Generalized Agent Iteration: tell apart improving the policy, improving the "
+                          "updater, and rewriting the evaluation standard",
+                    budget_counts="nothing (every selected run of the store is audited once)", default_budget=1)
+    loop: Literal["gai"] = "gai"
+    gai: GAIConfig = GAIConfig()
+
+    @model_validator(mode="after")
+    def _offline(self) -> "GAIRun":
+        if self.proposer != "mutate":
+            raise ValueError("gai reads its manifest from the store's tables; no LLM classifier is built "
+                             "(use the default proposer)")
+        return self
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -311,6 +328,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MoscoptRun,
     RSIAgentRun,
     ArenaFlowRun,
+    GAIRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

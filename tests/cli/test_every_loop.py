@@ -53,8 +53,10 @@ PROTOCOL_ARGS = {
                   "--set", "datasense.random_subsets=2", "--set", "datasense.selectors=[random, loss]"],
     "trace": ["--budget", "1", "--param", "instances_per_template=1"],
     "dense": ["--budget", "1", "--param", "instances_per_template=2", "--set", "dense.methods=[none, tree]"],
+    "gai": ["--budget", "1", "--set", "gai.resamples=200"],
 }
-"""Measurement protocols register no champion: their result is the gate's paired comparison."""
+"""Measurement protocols register no champion: their result is the gate's paired comparison (gai's:
+the CI of each audited flow's internal − external gap, so it runs after the loops above)."""
 NEGATIVE_ARGS = {
     "rsi_anything": ["--budget", "1", "--param", "datasets=or1", "--set", "rsi_anything.warmup=2",
                      "--set", "rsi_anything.val_batches=1", "--set", "rsi_anything.val_children=2"],
