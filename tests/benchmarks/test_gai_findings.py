@@ -2,18 +2,15 @@
 apart, the anchored variant's internal and external scores agree on every version, the
 drifting one gains only internally, and a claim that does not hold is reported as such."""
 
-import importlib.util
 from pathlib import Path
 
 from schemas.loops import LOOP_SPECS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gai_findings.py"
-spec = importlib.util.spec_from_file_location("gai_findings", SCRIPT)
-findings = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(findings)
 
 
-def test_anchored_versions_agree_and_drifting_ones_gain_only_internally():
+def test_anchored_versions_agree_and_drifting_ones_gain_only_internally(bench):
+    findings = bench
     anchored, gates = findings.evolve_variant("anchored", seed=0, n=6, steps=150)
     assert len(anchored) > 1 and all(v.internal_score == v.external_score for v in anchored)
     assert set(gates) == {"tol=1e-09"}
@@ -23,7 +20,8 @@ def test_anchored_versions_agree_and_drifting_ones_gain_only_internally():
     assert all(v.internal_score >= v.external_score for v in drifting)
 
 
-def test_the_three_variants_are_classified_apart_and_the_claims_read_their_rows(capsys):
+def test_the_three_variants_are_classified_apart_and_the_claims_read_their_rows(bench):
+    findings = bench
     found = findings.measure(seeds=2, n=6, steps=150)
     assert [found[v]["classes"] for v in findings.VARIANTS] == [
         ["GPI/anchored"], ["GPI/goal-drifting"], ["RSI/self-referential"]]
@@ -36,5 +34,6 @@ def test_the_three_variants_are_classified_apart_and_the_claims_read_their_rows(
     assert "[not reproduced] drifting: a gain seen only internally" in text
 
 
-def test_the_project_manifest_counts_every_loop_but_gai():
+def test_the_project_manifest_counts_every_loop_but_gai(bench):
+    findings = bench
     assert findings.project_manifest(None) == {"GPI/anchored": len(LOOP_SPECS) - 2, "RSI/anchored": 1}
