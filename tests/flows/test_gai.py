@@ -104,3 +104,26 @@ def test_a_select_score_row_on_a_holdout_case_is_flagged(store_uri):
     finally:
         store.write_part("scores", "evo", "score", "gai-test", [])
     assert classification(store_uri, "gai-clean")["heldout_reads"] == 0  # the stored manifest is unchanged
+
+
+def test_the_report_draws_what_sql_holds(store_uri, tmp_path):
+    from cli.report import write_report
+    from cli.report_gai import gai_build, gai_caption
+    from storage.catalog import connect
+
+    gai(config=config(), store_uri=store_uri, run_id="gai-clean")
+    con = connect(open_store(store_uri))
+    try:
+        series, why_empty = gai_build(con, "gai-clean")
+    finally:
+        con.close()
+    assert why_empty is None and series.counts() == {"GPI/anchored": (1, 0)}
+    assert len(series.versions) == counts(store_uri, "gai-clean")["gai_versions"]
+    assert gai_caption(series).startswith("1 flows audited: GPI/anchored 1. Held-out split read by selection: no flow.")
+    path = write_report(store_uri, "gai-clean", tmp_path / "gai.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
+
+
+def test_audit_of_a_missing_store_is_one_line(tmp_path):
+    result = runner.invoke(app, ["audit", "--store", str(tmp_path / "nowhere")])
+    assert result.exit_code != 0 and len(result.output.strip().splitlines()) == 1, result.output
