@@ -309,13 +309,6 @@ class GAIRun(RunConfig):
     loop: Literal["gai"] = "gai"
     gai: GAIConfig = GAIConfig()
 
-    @model_validator(mode="after")
-    def _offline(self) -> "GAIRun":
-        if self.proposer != "mutate":
-            raise ValueError("gai reads its manifest from the store's tables; no LLM classifier is built "
-                             "(use the default proposer)")
-        return self
-
 
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
