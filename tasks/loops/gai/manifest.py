@@ -7,8 +7,8 @@ the run declared and recorded (`facts.RunFacts`, read from the tables in SQL).
   evolves the `evolve` agent's parameters), recursive self-improvement (RSI).
 - **progress standard anchored outside?** ``self-referential`` when the evaluator or the
   evaluation basis is among the flow's mutable components; ``goal-drifting`` when its
-  records show the ruler moved within the run (a gate decision weighed a scorer version
-  other than the one anchored at its start, or more than one; a case recorded under two
+  records show the ruler moved within the run (its gate weighed more than one scorer
+  version, e.g. the one anchored at its start and another; a case recorded under two
   splits); else ``anchored``. Score rows `ratchet rescore` added are analysis, not drift.
 
 A gain seen only internally (select up, holdout not) is labelled possible standard drift,
@@ -94,6 +94,15 @@ def classify(parts: list[dict[str, Any]], gate_versions: int, off_anchor: int = 
     return {"improver_in_agent": in_agent, "system": "RSI" if in_agent else "GPI", "anchor": anchor}
 
 
+def off_anchor_gates(facts: RunFacts) -> int:
+    """Gate decisions that weighed a scorer version other than the run's anchored one, in
+    a run whose gate did weigh the anchored one: a protocol that gates on a grader set it
+    declares (trace's version "1") never does, and is judged by how many versions it weighed."""
+    if not facts.anchored_version or facts.anchored_version not in facts.gate_versions:
+        return 0
+    return sum(1 for v in facts.gate_versions if v != facts.anchored_version)
+
+
 def heldout_reads(facts: RunFacts, selects: bool) -> int:
     """Evidence that selection read the held-out split: gate evidence naming held-out
     cases, select-labelled score rows on held-out cases, and (in loops that select)
@@ -138,7 +147,7 @@ def component_rows(run_id: str, facts: RunFacts) -> list[GAIComponentRow]:
 def classification_row(run_id: str, facts: RunFacts, parts: list[dict[str, Any]],
                        versions: list[GAIVersionRow]) -> GAIClassificationRow:
     """The flow's place on the two switches with every record it was decided from."""
-    off_anchor = sum(1 for v in facts.gate_versions if facts.anchored_version and v != facts.anchored_version)
+    off_anchor = off_anchor_gates(facts)
     gate_versions = len(set(facts.gate_versions))
     switches = classify(parts, gate_versions, off_anchor, facts.split_edits)
     reads = heldout_reads(facts, loop_spec(facts.loop).family != "protocol")

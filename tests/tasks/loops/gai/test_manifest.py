@@ -49,8 +49,10 @@ def test_the_improver_inside_the_agent_makes_it_rsi():
 def test_a_ruler_that_moved_within_the_run_is_goal_drift():
     two = row(gate_versions=("abc", "def"))
     assert (two.anchor, two.gate_versions, two.off_anchor_gates, two.flagged) == ("goal-drifting", 2, 1, True)
-    off = row(gate_versions=("zzz",))  # one version, but not the one anchored at the start
-    assert (off.anchor, off.gate_versions, off.off_anchor_gates) == ("goal-drifting", 1, 1)
+    # a gate on one declared grader version throughout (trace's "1"), never the anchored one: no drift
+    own = row(gate_versions=("1", "1"))
+    assert (own.anchor, own.gate_versions, own.off_anchor_gates) == ("anchored", 1, 0)
+    assert row(gate_versions=("abc", "zzz", "zzz")).off_anchor_gates == 2
     assert row(split_edits=2).anchor == "goal-drifting"
     assert row(anchored_version=None, gate_versions=("zzz",)).anchor == "anchored"  # nothing to compare with
     assert row(scorer_versions=2).anchor == "anchored"  # rescored rows are analysis
