@@ -170,7 +170,10 @@ def audit(
     """Classify every run in the store (GAI): is the improver inside the agent (RSI) or a
     fixed updater (GPI); is progress anchored to a scorer the run cannot change; each
     run's components and what may change them; the champions' internal (select) vs
-    external (holdout) gap; runs whose held-out split was read by selection are flagged."""
+    external (holdout) gap; runs whose held-out split was read by selection are flagged.
+
+    Example: `ratchet audit --format json`. `ratchet run gai` stores the same manifest as
+    tables (gai_components, gai_versions, gai_classification) to query in `ratchet sql`."""
     store_uri = _store(store, must_exist=True)
     from cli.audit import print_audit
 

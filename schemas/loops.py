@@ -23,6 +23,7 @@ from schemas.arenaflow import ArenaFlowConfig
 from schemas.prior_or_feedback import PriorOrFeedbackConfig
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
+from schemas.gai import GAIConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
@@ -311,6 +312,15 @@ class PriorOrFeedbackRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM replaces the prior proposer)."""
 
 
+class GAIRun(RunConfig):
+    SPEC = LoopSpec(name="gai", modifies="config", family="protocol", suites=_PROGRAM_SUITES + ("toolsim",),
+                    paper="GAI: Generalized Agent Iteration: tell apart improving the policy, improving the "
+                          "updater, and rewriting the evaluation standard",
+                    budget_counts="nothing (every selected run of the store is audited once)", default_budget=1)
+    loop: Literal["gai"] = "gai"
+    gai: GAIConfig = GAIConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -323,6 +333,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     RSIAgentRun,
     ArenaFlowRun,
     PriorOrFeedbackRun,
+    GAIRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
+from schemas.gai import GAIClassificationRow, GAIComponentRow, GAIVersionRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
 from schemas.rows import (
@@ -81,6 +82,9 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("pof_final_test", PofFinalTestRow, ("run_id", "search_id")),
         TableSpec("pof_replays", PofReplayRow, ("run_id", "search_id", "t", "intervention", "replay_no")),
         TableSpec("pof_config_space", PofConfigSpaceRow, ("run_id", "param")),
+        TableSpec("gai_components", GAIComponentRow, ("run_id", "flow_id", "component")),
+        TableSpec("gai_versions", GAIVersionRow, ("run_id", "flow_id", "ver")),
+        TableSpec("gai_classification", GAIClassificationRow, ("run_id", "flow_id")),
     )
 }
 

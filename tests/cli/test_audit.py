@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli.audit import audit, classify, components
+from cli.audit import audit
 from cli.main import app
 from flows.evolve import evolve
 from flows.harness_or_model import harness_or_model
@@ -34,21 +34,12 @@ def by_run(uri: str) -> dict[str, dict]:
 
 def test_real_runs_are_anchored_fixed_updaters_that_never_read_held_out(store_uri):
     rows = by_run(store_uri)
-    assert {k: rows["evo"][k] for k in ("system", "anchor", "gate_versions", "heldout_read_by_selection")} == {
-        "system": "GPI", "anchor": "anchored", "gate_versions": 1, "heldout_read_by_selection": 0}
+    assert {k: rows["evo"][k] for k in ("system", "anchor", "gate_versions", "heldout_reads")} == {
+        "system": "GPI", "anchor": "anchored", "gate_versions": 1, "heldout_reads": 0}
     assert rows["evo"]["versions"] >= 1  # the seed at least was registered, with its holdout score
     # the protocol runs both arms on every split, but nothing in it selects: no flag
-    assert (rows["hom"]["anchor"], rows["hom"]["heldout_read_by_selection"], rows["hom"]["versions"]) == (
+    assert (rows["hom"]["anchor"], rows["hom"]["heldout_reads"], rows["hom"]["versions"]) == (
         "anchored", 0, 0)
-
-
-def test_the_improver_inside_the_agent_makes_it_rsi():
-    aide2 = components("aide2", "circle_packing+bin_packing", {"proposer": "optuna"})
-    assert {p["component"]: p["mutable"] for p in aide2} == {
-        "policy": True, "evaluator": False, "improver": True, "meta_evaluator": False, "evaluation_basis": False}
-    assert classify(aide2, gate_versions=1) == {"improver_in_agent": True, "system": "RSI", "anchor": "anchored"}
-    edits_scorer = [{**p, "mutable": True} if p["component"] == "evaluator" else p for p in aide2]
-    assert classify(edits_scorer, gate_versions=1)["anchor"] == "self-referential"
 
 
 def test_a_gate_that_weighed_a_second_scorer_version_is_goal_drift(store_uri):
@@ -81,7 +72,7 @@ def test_a_gate_that_weighed_a_held_out_case_is_flagged(store_uri):
     leaked = decision.model_copy(update={"decision_id": "leak", "improved_cases": [holdout]})
     store.write_part("gate_decisions", "evo", "gate", "audit-test", [leaked])
     try:
-        assert by_run(store_uri)["evo"]["heldout_read_by_selection"] == 1
+        assert by_run(store_uri)["evo"]["heldout_reads"] == 1
         result = runner.invoke(app, ["audit", "--store", store_uri])
         assert result.exit_code == 0, result.output
         assert "held-out split read by selection: evo" in result.output

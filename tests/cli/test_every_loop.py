@@ -57,8 +57,10 @@ PROTOCOL_ARGS = {
                           "--set", "prior_or_feedback.conditions=[burgers:0.1->burgers:0.02]",
                           "--set", "prior_or_feedback.trials=4", "--set", "prior_or_feedback.tpe_startup=2",
                           "--set", "prior_or_feedback.decision_points=[4]", "--set", "prior_or_feedback.cold_starts=[]"],
+    "gai": ["--budget", "1", "--set", "gai.resamples=200"],
 }
-"""Measurement protocols register no champion: their result is the gate's paired comparison."""
+"""Measurement protocols register no champion: their result is the gate's paired comparison (gai's:
+the CI of each audited flow's internal − external gap, so it runs after the loops above)."""
 NEGATIVE_ARGS = {
     "rsi_anything": ["--budget", "1", "--param", "datasets=or1", "--set", "rsi_anything.warmup=2",
                      "--set", "rsi_anything.val_batches=1", "--set", "rsi_anything.val_children=2"],

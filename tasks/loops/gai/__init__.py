@@ -1,0 +1,1 @@
+"""gai: the loop manifest of a store (GAI, Generalized Agent Iteration)."""
