@@ -26,6 +26,7 @@ from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
+from schemas.mace import MaceConfig
 from schemas.rsiagent import RSIAgentConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
@@ -300,6 +301,15 @@ class ArenaFlowRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM is the judge)."""
 
 
+class MaceRun(_HarnessRun):
+    SPEC = LoopSpec(name="mace", modifies="memory", family="harness", suites=("toolsim",),
+                    paper="MACE: Co-Learning What to Remember and How to Hand Memory to Agents",
+                    budget_counts="co-learning rounds (attempt, feedback, mining)", default_budget=6,
+                    starts_from_champion=True)
+    loop: Literal["mace"] = "mace"
+    mace: MaceConfig = MaceConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -311,6 +321,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MoscoptRun,
     RSIAgentRun,
     ArenaFlowRun,
+    MaceRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceRunRow, MaceUnitRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
@@ -75,6 +76,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
         TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
         TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
+        TableSpec("mace_units", MaceUnitRow, ("run_id", "ver", "unit_id")),
+        TableSpec("mace_relations", MaceRelationRow, ("run_id", "ver", "src", "dst", "type")),
+        TableSpec("mace_injections", MaceInjectionRow, ("run_id", "episode_id", "agent_role")),
+        TableSpec("mace_outputs", MaceOutputRow, ("run_id", "episode_id", "agent_role")),
+        TableSpec("mace_runs", MaceRunRow, ("run_id", "episode_id")),
     )
 }
 
