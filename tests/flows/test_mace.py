@@ -89,3 +89,20 @@ def test_a_rerun_writes_nothing_and_the_next_run_starts_from_the_champion(run, p
     start = next(c for c in store.read_rows("candidates", "mace-b") if c.operator == "start")
     frozen = [r for r in store.read_rows("registry", "mace-a") if r.stage == "stable"][0]
     assert start.candidate_id == frozen.candidate_id and "champion" in start.summary
+
+
+def test_the_report_draws_what_the_test_runs_say(run, tmp_path):
+    from cli.report import report_series, write_report
+
+    store, root, _ = run
+    series = report_series(root, "mace-a")["series"]
+    tests = [r for r in store.read_rows("mace_runs", "mace-a") if r.phase == "test"]
+    mine = [t for t in tests if t.arm == "memory"]
+    none = {t.task_id: t.result for t in tests if t.arm == "no_memory"}
+    memory = next(a for a in series.arms if a["arm"] == "memory")
+    assert memory["success"] == pytest.approx(sum(t.result for t in mine) / len(mine))
+    assert memory["delta"] == pytest.approx(sum(t.result - none[t.task_id] for t in mine) / len(mine))
+    assert [a["arm"] for a in series.arms] == ["memory", "no_feedback", "no_memory"]
+    assert [r["round"] for r in series.rounds] == [0, 1] and all(sum(r["forms"].values()) == 32 for r in series.rounds)
+    path = write_report(root, "mace-a", tmp_path / "mace.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000

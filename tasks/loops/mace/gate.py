@@ -41,7 +41,8 @@ GATE_SPLIT, HOLDOUT_SPLIT, TEST_SPLIT = "select", "holdout", "test"
 
 
 def split_success(ref: RunRef, memory: Memory, split: str) -> dict[str, float]:
-    return success_on(memory, cases_by_split(run_suite(ref), split), limits_of(config_of(ref)))
+    config = config_of(ref)
+    return success_on(memory, cases_by_split(run_suite(ref), split), limits_of(config), config.mace.selector)
 
 
 def _mean(values) -> float:

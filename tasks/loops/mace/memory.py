@@ -73,7 +73,7 @@ def role_of(kind: str, item: Mapping[str, Any]) -> str:
     return next((role for role, tools in ROLE_TOOLS.items() if tool in tools), "action")
 
 
-def _body(item: Mapping[str, Any]) -> str:
+def item_body(item: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in item.items() if k not in ("id", "note", "name")}, sort_keys=True)
 
 
@@ -90,7 +90,7 @@ def mine_units(traces: Sequence[Trace]) -> list[Unit]:
         if cand.edit not in ("add_rule", "put_skill"):
             continue
         kind = "rule" if cand.edit == "add_rule" else "skill"
-        uid = content_id(_body(cand.item))
+        uid = content_id(item_body(cand.item))
         item = {**cand.item, "id": f"u-{uid[:10]}"} if kind == "rule" else {**cand.item, "name": f"u-{uid[:10]}"}
         templates = tuple(sorted({by_case[c] for c in cand.triggers} | set(units[uid].templates if uid in units else ())))
         units[uid] = Unit(uid, role_of(kind, item), kind, item, templates, cand.rationale[:300])

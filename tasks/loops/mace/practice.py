@@ -17,15 +17,18 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from suites.base import Case
 from suites.toolsim.episode import Episode, run_episode
 from suites.toolsim.harness import load_harness
 from tasks.loops.mace.forms import harness_for
-from tasks.loops.mace.memory import ROLE_TOOLS, ROLES, Memory, add_units, mine_units
+from tasks.loops.mace.memory import ROLE_TOOLS, ROLES, Memory, Unit, add_units, mine_units
 from tasks.loops.mace.selector import Injection, Limits, select, update
-from tasks.proposers.rule_evidence import trace_of, via_of
+from tasks.proposers.rule_evidence import Trace, trace_of, via_of
+
+Miner = Callable[[Sequence[Trace]], "list[Unit]"]
+"""Logs in, units out: ``memory.mine_units`` (the default) or ``llm.llm_units``."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,9 @@ def run_request(case: Case, memory: Memory, injections: Sequence[Injection]) -> 
     return run_episode(case.payload, load_harness(harness_for(rendered, case.payload["template"])))
 
 
-def attempt(case: Case, memory: Memory, selector: str, limits: Limits, rng: random.Random) -> Attempt:
-    injections = tuple(select(memory, case.payload["template"], selector, limits, rng))
+def attempt(case: Case, memory: Memory, selector: str, limits: Limits, rng: random.Random,
+            greedy: bool = False) -> Attempt:
+    injections = tuple(select(memory, case.payload["template"], selector, limits, rng, greedy))
     return Attempt(case, injections, run_request(case, memory, injections))
 
 
@@ -75,7 +79,7 @@ class Round:
 
 
 def co_learn_round(memory: Memory, cases: Sequence[Case], selector: str, limits: Limits, smoothing: float,
-                   max_units: int, rng: random.Random, feedback: bool = True) -> Round:
+                   max_units: int, rng: random.Random, feedback: bool = True, miner: Miner = mine_units) -> Round:
     """One round: every case attempted under ``memory``, then (``feedback``) the update
     and the units mined from the round's logs. ``feedback=False`` is the paper's ablation:
     the memory never changes."""
@@ -84,10 +88,19 @@ def co_learn_round(memory: Memory, cases: Sequence[Case], selector: str, limits:
         return Round(attempts, memory)
     updated = update(memory, [(a.injections, a.result) for a in attempts], smoothing)
     traces = [trace_of(a.case.case_id, a.case.payload, a.episode) for a in attempts]
-    return Round(attempts, add_units(updated, mine_units(traces), max_units))
+    return Round(attempts, add_units(updated, miner(traces), max_units))
 
 
-def success_on(memory: Memory, cases: Sequence[Case], limits: Limits) -> dict[str, float]:
-    """Greedy (posterior-mean) selection on ``cases``: case id -> success."""
+def seed_memory(cases: Sequence[Case], max_units: int, miner: Miner = mine_units) -> tuple[list[Attempt], Memory]:
+    """The past logs (the seed harness, no memory, on ``cases``) and the MemGoG their
+    failures yield: the memory a first run starts from."""
+    empty = Memory()
+    logs = [Attempt(c, (), run_request(c, empty, [])) for c in cases]
+    traces = [trace_of(a.case.case_id, a.case.payload, a.episode) for a in logs]
+    return logs, add_units(empty, miner(traces), max_units)
+
+
+def success_on(memory: Memory, cases: Sequence[Case], limits: Limits, selector: str) -> dict[str, float]:
+    """Greedy (posterior-mean) ``selector`` on ``cases``: case id -> success."""
     rng = random.Random(0)  # greedy draws nothing
-    return {c.case_id: attempt(c, memory, "greedy", limits, rng).result for c in cases}
+    return {c.case_id: attempt(c, memory, selector, limits, rng, greedy=True).result for c in cases}

@@ -10,7 +10,8 @@ comes last. An arm is a (set, form) pair; the empty set has the one form ``none`
 - ``joint``: Thompson sampling over the (set, form) arms, one Beta posterior per pair.
 - ``factorised``: one Thompson bandit over sets and one over forms per role, each with its
   own posterior (the paper's baseline: unit and form scored separately).
-- ``greedy``: posterior means (ties: the first arm in rank order); used on select/test.
+- ``greedy=True``: either selector with posterior means in place of draws (ties: the
+  first arm in rank order); used on the select and test splits.
 
 gate/register feedback (``update``): per episode of return y in {0, 1}, every injected
 unit's utility moves to ``(1 - smoothing) * u + smoothing * y``; every co-injected pair's
@@ -28,7 +29,7 @@ from typing import Sequence
 from tasks.loops.mace.forms import FORMS, NONE
 from tasks.loops.mace.memory import ROLES, Memory, pair_key
 
-SELECTORS = ("joint", "factorised", "greedy")
+SELECTORS = ("joint", "factorised")
 MAX_POOL = 6
 """Relevant units considered per role (the best by utility), which bounds the subsets."""
 
@@ -104,21 +105,24 @@ def _best(options: Sequence, values: Sequence[float]):
 
 
 def choose(memory: Memory, role: str, sets: Sequence[tuple[str, ...]], selector: str,
-           rng: random.Random) -> Injection:
+           rng: random.Random, greedy: bool = False) -> Injection:
     """One role's (set, form) by ``selector``; ``greedy`` draws nothing from ``rng``."""
+    rng = None if greedy else rng
     if selector == "factorised":
         units = _best(list(sets), [_draw(memory, f"set|{role}|{set_key(s)}", rng) for s in sets])
         form = _best(list(FORMS), [_draw(memory, f"form|{role}|{f}", rng) for f in FORMS]) if units else NONE
         return Injection(role, tuple(units), form)
     arms = arms_of(sets)
-    draws = [_draw(memory, joint_key(role, s, f), rng if selector == "joint" else None) for s, f in arms]
+    draws = [_draw(memory, joint_key(role, s, f), rng) for s, f in arms]
     units, form = _best(arms, draws)
     return Injection(role, tuple(units), form)
 
 
-def select(memory: Memory, template: str, selector: str, limits: Limits, rng: random.Random) -> list[Injection]:
+def select(memory: Memory, template: str, selector: str, limits: Limits, rng: random.Random,
+           greedy: bool = False) -> list[Injection]:
     """sample: every role's injection for one request, in pipeline order."""
-    return [choose(memory, role, candidate_sets(memory, role, template, limits), selector, rng) for role in ROLES]
+    return [choose(memory, role, candidate_sets(memory, role, template, limits), selector, rng, greedy)
+            for role in ROLES]
 
 
 def update(memory: Memory, episodes: Sequence[tuple[Sequence[Injection], float]], smoothing: float) -> Memory:

@@ -25,7 +25,8 @@ from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceR
 from schemas.rows import CandidateRow, StepRow
 from suites.base import Case
 from tasks.loops.mace.memory import ROLES, Memory, add_units, memory_of, mine_units
-from tasks.loops.mace.practice import role_outputs, run_request
+from tasks.loops.mace.llm import llm_units
+from tasks.loops.mace.practice import Miner, role_outputs, run_request, seed_memory
 from tasks.loops.mace.selector import Injection, Limits, select, update
 from tasks.proposers.rule_evidence import trace_of
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -44,6 +45,14 @@ def config_of(ref: RunRef) -> MaceRun:
 def limits_of(config: MaceRun) -> Limits:
     m = config.mace
     return Limits(m.inject_budget, m.max_sets, m.risk_floor, m.min_obs, m.conflict_margin)
+
+
+def miner_of(config: MaceRun, *stream: object) -> Miner:
+    """The unit miner: the rule proposer's (offline default), or the chat endpoint's."""
+    if config.proposer != "llm":
+        return mine_units
+    rng = random.Random(seed_for(config.seed, "mine", *stream))
+    return lambda traces: llm_units(traces, config.evolve, rng)
 
 
 def round_key(round_index: int) -> str:
@@ -66,7 +75,7 @@ def publish_memory(ref: RunRef, stage: str, key: str, memory: Memory, round_inde
     ver = store.put_blob(memory.to_bytes())
     once(ref, "candidates", stage, key, lambda: [CandidateRow(
         run_id=ref.run_id, candidate_id=ver, round=round_index, parent_ids=parents, operator=operator,
-        proposer="rules", artifact_kind="memory", artifact_uri=store.blob_uri(ver), island=-1, summary=summary)])
+        proposer="llm" if config_of(ref).proposer == "llm" else "rules", artifact_kind="memory", artifact_uri=store.blob_uri(ver), island=-1, summary=summary)])
     once(ref, "mace_units", stage, key, lambda: [
         MaceUnitRow(run_id=ref.run_id, ver=ver, unit_id=u.unit_id, role=u.role, condition=u.condition,
                     action=json.dumps(dict(u.item), sort_keys=True), output=u.output, templates=list(u.templates),
@@ -80,13 +89,12 @@ def publish_memory(ref: RunRef, stage: str, key: str, memory: Memory, round_inde
 
 def _seed_logs(ref: RunRef) -> tuple[list[MaceRunRow], Memory]:
     """The past logs (the seed harness on every train request) and the units they yield."""
-    cases, empty = list(train_cases(ref).values()), Memory()
-    episodes = [(c, run_request(c, empty, [])) for c in cases]
-    rows = [MaceRunRow(run_id=ref.run_id, episode_id=derived_id(ref.run_id, "log", c.case_id), round=-1, phase="log",
-                       arm="seed", bench="toolsim", task_id=c.case_id, mem_ver="",
-                       result=float(e.evaluation.success)) for c, e in episodes]
-    units = mine_units([trace_of(c.case_id, c.payload, e) for c, e in episodes])
-    return rows, add_units(empty, units, config_of(ref).mace.max_units)
+    config = config_of(ref)
+    logs, memory = seed_memory(list(train_cases(ref).values()), config.mace.max_units, miner_of(config, "start"))
+    rows = [MaceRunRow(run_id=ref.run_id, episode_id=derived_id(ref.run_id, "log", a.case.case_id), round=-1,
+                       phase="log", arm="seed", bench="toolsim", task_id=a.case.case_id, mem_ver="", result=a.result)
+            for a in logs]
+    return rows, memory
 
 
 @task(name="sample_start", **STAGE_OPTIONS)
@@ -175,7 +183,7 @@ def distill_memory(ref: RunRef, round_index: int, mem_id: str) -> str:
     plan = planned(ref, round_index)
     updated = update(memory, [(injections, results[eid]) for eid, _, injections in plan], config.mace.smoothing)
     traces = [trace_of(cid, cases[cid].payload, run_request(cases[cid], memory, injections)) for _, cid, injections in plan]
-    new = add_units(updated, mine_units(traces), config.mace.max_units)
+    new = add_units(updated, miner_of(config, round_index)(traces), config.mace.max_units)
     reporter().advance(1, f"round {round_index}")
     if new.memory_id == mem_id:
         return mem_id

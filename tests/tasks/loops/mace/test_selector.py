@@ -61,7 +61,7 @@ def test_joint_arms_capture_a_form_that_depends_on_the_set():
                         "form|lookup|checklist": [11, 9], "form|lookup|guideline": [7, 13]}.items():
         memory.arms[key] = counts
     sets = [("a",), ("b",), ()]
-    assert choose(memory, "lookup", sets, "greedy", random.Random(0)) == Injection("lookup", ("a",), "checklist")
+    assert choose(memory, "lookup", sets, "joint", random.Random(0), greedy=True) == Injection("lookup", ("a",), "checklist")
     wins = [choose(memory, "lookup", sets, "joint", random.Random(s)) for s in range(200)]
     assert max(set(wins), key=wins.count) == Injection("lookup", ("a",), "checklist")
     factorised = [choose(memory, "lookup", sets, "factorised", random.Random(s)) for s in range(200)]
@@ -76,4 +76,4 @@ def test_select_gives_every_role_one_injection_in_pipeline_order_and_is_seeded()
     assert [i.role for i in first] == ["intake", "lookup", "action", "verify"]
     assert first == select(memory, "t", "joint", Limits(), random.Random(3))
     assert first[0] == Injection("intake", (), "none")
-    assert select(memory, "t", "greedy", Limits(), random.Random(0))[1] == Injection("lookup", ("a",), "guideline")
+    assert select(memory, "t", "factorised", Limits(), random.Random(0), greedy=True)[1] == Injection("lookup", ("a",), "guideline")
