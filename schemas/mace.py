@@ -49,7 +49,8 @@ class MaceConfig(Config):
             raise ValueError(f"mace.selector {self.selector!r}: known: {', '.join(MACE_SELECTORS)}")
         bad = sorted(set(self.arms) - set(MACE_ARMS))
         if bad or "memory" not in self.arms:
-            raise ValueError(f"mace.arms {list(self.arms)}: unknown {bad}; known: {', '.join(MACE_ARMS)}; must include 'memory'")
+            raise ValueError(f"mace.arms {list(self.arms)}: unknown {bad}; known: {', '.join(MACE_ARMS)}; "
+                             "must include 'memory'")
         return self
 
 

@@ -53,7 +53,8 @@ class Unit:
         return json.dumps(dict(self.item["trigger"]), sort_keys=True)
 
     def as_json(self) -> dict[str, Any]:
-        return {"unit_id": self.unit_id, "role": self.role, "kind": self.kind, "item": json.loads(json.dumps(self.item)),
+        item = json.loads(json.dumps(self.item))
+        return {"unit_id": self.unit_id, "role": self.role, "kind": self.kind, "item": item,
                 "templates": list(self.templates), "output": self.output}
 
 
@@ -92,7 +93,8 @@ def mine_units(traces: Sequence[Trace]) -> list[Unit]:
         kind = "rule" if cand.edit == "add_rule" else "skill"
         uid = content_id(item_body(cand.item))
         item = {**cand.item, "id": f"u-{uid[:10]}"} if kind == "rule" else {**cand.item, "name": f"u-{uid[:10]}"}
-        templates = tuple(sorted({by_case[c] for c in cand.triggers} | set(units[uid].templates if uid in units else ())))
+        known = set(units[uid].templates) if uid in units else set()
+        templates = tuple(sorted({by_case[c] for c in cand.triggers} | known))
         units[uid] = Unit(uid, role_of(kind, item), kind, item, templates, cand.rationale[:300])
     return sorted(units.values(), key=lambda u: u.unit_id)
 

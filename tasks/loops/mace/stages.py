@@ -75,7 +75,8 @@ def publish_memory(ref: RunRef, stage: str, key: str, memory: Memory, round_inde
     ver = store.put_blob(memory.to_bytes())
     once(ref, "candidates", stage, key, lambda: [CandidateRow(
         run_id=ref.run_id, candidate_id=ver, round=round_index, parent_ids=parents, operator=operator,
-        proposer="llm" if config_of(ref).proposer == "llm" else "rules", artifact_kind="memory", artifact_uri=store.blob_uri(ver), island=-1, summary=summary)])
+        proposer="llm" if config_of(ref).proposer == "llm" else "rules", artifact_kind="memory",
+        artifact_uri=store.blob_uri(ver), island=-1, summary=summary)])
     once(ref, "mace_units", stage, key, lambda: [
         MaceUnitRow(run_id=ref.run_id, ver=ver, unit_id=u.unit_id, role=u.role, condition=u.condition,
                     action=json.dumps(dict(u.item), sort_keys=True), output=u.output, templates=list(u.templates),
@@ -151,8 +152,10 @@ def planned(ref: RunRef, round_index: int) -> list[tuple[str, str, list[Injectio
 def execute_requests(ref: RunRef, round_index: int, mem_id: str) -> float:
     """execute + score: every request of the round under its injections; returns the
     round's success rate."""
-    store, key, memory, cases = store_for(ref.store_uri), round_key(round_index), memory_at(ref, mem_id), train_cases(ref)
-    runs = [(eid, cid, run_request(cases[cid], memory, injections)) for eid, cid, injections in planned(ref, round_index)]
+    store, key = store_for(ref.store_uri), round_key(round_index)
+    memory, cases = memory_at(ref, mem_id), train_cases(ref)
+    runs = [(eid, cid, run_request(cases[cid], memory, injections))
+            for eid, cid, injections in planned(ref, round_index)]
 
     def outputs() -> list[MaceOutputRow]:
         out = []
@@ -167,7 +170,8 @@ def execute_requests(ref: RunRef, round_index: int, mem_id: str) -> float:
                                                   for eid, _, episode in runs for step in episode.steps])
     once(ref, "mace_outputs", "execute", key, outputs)
     rows = once(ref, "mace_runs", "execute", key, lambda: [
-        MaceRunRow(run_id=ref.run_id, episode_id=eid, round=round_index, phase="train", arm=config_of(ref).mace.selector,
+        MaceRunRow(run_id=ref.run_id, episode_id=eid, round=round_index, phase="train",
+                   arm=config_of(ref).mace.selector,
                    bench="toolsim", task_id=cid, mem_ver=mem_id, result=float(episode.evaluation.success))
         for eid, cid, episode in runs])
     return sum(r.result for r in rows) / max(len(rows), 1)
@@ -179,10 +183,12 @@ def distill_memory(ref: RunRef, round_index: int, mem_id: str) -> str:
     presentation statistics, and the round's logs yield new units; the new version's id."""
     config, key = config_of(ref), round_key(round_index)
     memory, cases = memory_at(ref, mem_id), train_cases(ref)
-    results = {r.episode_id: r.result for r in store_for(ref.store_uri).read_part("mace_runs", ref.run_id, "execute", key)}
+    executed = store_for(ref.store_uri).read_part("mace_runs", ref.run_id, "execute", key)
+    results = {r.episode_id: r.result for r in executed}
     plan = planned(ref, round_index)
     updated = update(memory, [(injections, results[eid]) for eid, _, injections in plan], config.mace.smoothing)
-    traces = [trace_of(cid, cases[cid].payload, run_request(cases[cid], memory, injections)) for _, cid, injections in plan]
+    traces = [trace_of(cid, cases[cid].payload, run_request(cases[cid], memory, injections))
+              for _, cid, injections in plan]
     new = add_units(updated, miner_of(config, round_index)(traces), config.mace.max_units)
     reporter().advance(1, f"round {round_index}")
     if new.memory_id == mem_id:
