@@ -28,6 +28,7 @@ from schemas.graphskillevo import GraphSkillEvoConfig
 from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
+from schemas.mace import MaceConfig
 from schemas.rsiagent import RSIAgentConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
@@ -321,6 +322,15 @@ class GAIRun(RunConfig):
     gai: GAIConfig = GAIConfig()
 
 
+class MaceRun(_HarnessRun):
+    SPEC = LoopSpec(name="mace", modifies="memory", family="harness", suites=("toolsim",),
+                    paper="MACE: Co-Learning What to Remember and How to Hand Memory to Agents",
+                    budget_counts="co-learning rounds (attempt, feedback, mining)", default_budget=6,
+                    starts_from_champion=True)
+    loop: Literal["mace"] = "mace"
+    mace: MaceConfig = MaceConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -334,6 +344,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     ArenaFlowRun,
     PriorOrFeedbackRun,
     GAIRun,
+    MaceRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceRunRow, MaceUnitRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
@@ -85,6 +86,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gai_components", GAIComponentRow, ("run_id", "flow_id", "component")),
         TableSpec("gai_versions", GAIVersionRow, ("run_id", "flow_id", "ver")),
         TableSpec("gai_classification", GAIClassificationRow, ("run_id", "flow_id")),
+        TableSpec("mace_units", MaceUnitRow, ("run_id", "ver", "unit_id")),
+        TableSpec("mace_relations", MaceRelationRow, ("run_id", "ver", "src", "dst", "type")),
+        TableSpec("mace_injections", MaceInjectionRow, ("run_id", "episode_id", "agent_role")),
+        TableSpec("mace_outputs", MaceOutputRow, ("run_id", "episode_id", "agent_role")),
+        TableSpec("mace_runs", MaceRunRow, ("run_id", "episode_id")),
     )
 }
 
