@@ -12,7 +12,22 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Mapping, Sequence
+
+from tasks.proposers.rule_evidence import Evidence, Trace
+from tasks.proposers.rules import NoRuleEvidence, RuleProposer
+
+Reflector = Callable[[Sequence[Trace], Mapping[str, Any], random.Random], "dict[str, Any] | None"]
+"""(the batch's trajectories, the prompt's harness, rng) -> the revised harness, or None."""
+
+
+def rule_reflector(traces: Sequence[Trace], harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+    """The honest default reflector: the rule proposer's edit from the imperfect
+    trajectories (the perfect ones are its counter-evidence)."""
+    try:
+        return RuleProposer().propose(Evidence.of(list(traces)), dict(harness), rng).document
+    except NoRuleEvidence:
+        return None
 
 
 def batch_of(train_ids: Sequence[str], size: int, rng: random.Random) -> list[str]:

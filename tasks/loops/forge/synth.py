@@ -27,18 +27,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
+from schemas.forge import STRATEGIES
 from schemas.ids import seed_for
 from suites.toolsim.backend import PAGE_SIZE
 from suites.toolsim.episode import run_episode
 from suites.toolsim.harness import load_harness
 from suites.toolsim.templates import get_template
 from tasks.loops.forge.modes import FailureMode, signature
-from tasks.proposers.rule_evidence import Evidence, Trace, trace_of
-from tasks.proposers.rules import NoRuleEvidence, RuleProposer
+from tasks.loops.forge.prompt import rule_reflector
+from tasks.proposers.rule_evidence import Trace, trace_of
 
-STRATEGIES = ("same_failure", "counter_example", "boundary", "distractor")
 DISTRACTOR_RATE = 0.3
 ORACLE_EDITS = 3
 SEED_SEARCH = 64
@@ -96,17 +96,6 @@ class Verification:
     """The current rules' failure signature on it (None: they solve it)."""
 
 
-Reviser = Callable[[Trace, Mapping[str, Any], random.Random], "dict[str, Any] | None"]
-
-
-def rule_reviser(trace: Trace, harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
-    """The honest default reflector: the rule proposer's edit from the imperfect trace."""
-    try:
-        return RuleProposer().propose(Evidence.of([trace]), dict(harness), rng).document
-    except NoRuleEvidence:
-        return None
-
-
 def oracle_edits(case_id: str, payload: Mapping[str, Any], harness: Mapping[str, Any], rng: random.Random,
                  edits: int = ORACLE_EDITS) -> tuple[int | None, int, Trace]:
     """(edits to success or None, episodes run, the current rules' trace): the oracle
@@ -118,7 +107,7 @@ def oracle_edits(case_id: str, payload: Mapping[str, Any], harness: Mapping[str,
             return used, calls, first
         if used == edits:
             break
-        edited = rule_reviser(trace, current, rng)
+        edited = rule_reflector([trace], current, rng)
         if edited is None:
             break
         current, calls = edited, calls + 1
