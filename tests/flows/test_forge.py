@@ -115,7 +115,22 @@ def test_a_rerun_writes_nothing_and_the_next_run_starts_from_the_champions(run, 
     latest = max((r for r in store.read_rows("registry", "fg-a") if r.name == "toolsim/forge"),
                  key=lambda r: r.version)
     assert seed.candidate_id == latest.candidate_id
-    data = next(c for c in store.read_rows("candidates", "fg-b") if c.artifact_kind == "training_set")
+    data = next(c for c in store.read_rows("candidates", "fg-b")
+                if c.artifact_kind == "training_set" and c.operator == "start")
     held = [r for r in store.read_rows("registry", "fg-a") if r.name == "toolsim/forge-data"]
-    if held:
-        assert data.candidate_id == max(held, key=lambda r: r.version).candidate_id
+    assert held and data.candidate_id == max(held, key=lambda r: r.version).candidate_id
+    assert "champion of toolsim/forge-data" in data.summary
+
+
+def test_the_report_draws_what_the_tables_say(run, tmp_path):
+    from cli.report import report_series, write_report
+
+    store, root, _ = run
+    series = report_series(root, "fg-a")["series"]
+    stagnation = sorted(store.read_rows("fg_stagnation", "fg-a"), key=lambda s: s.step)
+    assert [s["best_val"] for s in series.steps] == [s.best_val for s in stagnation]
+    synth = store.read_rows("fg_synth", "fg-a")
+    assert {r["strategy"]: r["admitted"] for r in series.strategies} == {
+        k: sum(s.added_step is not None for s in synth if s.strategy == k) for k in {s.strategy for s in synth}}
+    path = write_report(root, "fg-a", tmp_path / "forge.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
