@@ -19,7 +19,7 @@ import json
 from prefect import task
 
 from schemas.forge import FGCostRow, FGStagnationRow, FGSynthRow
-from schemas.ids import content_id, derived_id, seed_for
+from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow
 from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
@@ -29,7 +29,7 @@ from tasks.loops.forge.modes import memory_of, ranked
 from tasks.loops.forge.prompt import stagnation
 from tasks.loops.forge.stages import (DATA_NAME, config_of, data_bytes, harness_of, publish, step_key, synthetic_of,
                                       training_set)
-from tasks.loops.forge.synth import generate, verify
+from tasks.loops.forge.synth import synthesize
 from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -52,32 +52,21 @@ def _previous(ref: RunRef, step: int) -> tuple[float, int]:
     return last.best_val, 0 if last.synthesized else last.steps_since_improve
 
 
-def synthesize(ref: RunRef, step: int, prompt_id: str, data_id: str, memory_id: str) -> list[FGSynthRow]:
+def synthesize_rows(ref: RunRef, step: int, prompt_id: str, data_id: str, memory_id: str) -> list[FGSynthRow]:
     """Every generated instance of the step with its verification (module docstring)."""
     config, store = config_of(ref), store_for(ref.store_uri)
-    section, harness, pool = config.forge, harness_of(ref, prompt_id), training_set(ref, data_id)
-    trajs = {t.id: t.inst_id for t in store.read_rows("fg_trajs", ref.run_id)}
+    section, pool = config.forge, training_set(ref, data_id)
+    inst_of = {t.id: t.inst_id for t in store.read_rows("fg_trajs", ref.run_id)}
     seen = set(pool) | {s.inst_id for s in store.read_rows("fg_synth", ref.run_id)}
-    out = []
-    for mode in ranked(memory_of(store.get_blob(memory_id)), section.modes_per_synthesis):
-        source_id = next(trajs[t] for t in mode.support if trajs.get(t) in pool)
-        for strategy in section.strategies:
-            for j in range(section.per_strategy):
-                seed = seed_for(config.seed, "synth", step, mode.mode_id, strategy, j)
-                payload = generate(pool[source_id], strategy, seed)
-                inst_id = None if payload is None else f"synth/{content_id(json.dumps(payload, sort_keys=True))[:16]}"
-                if inst_id is None or inst_id in seen:
-                    continue
-                seen.add(inst_id)
-                check = verify(inst_id, payload, mode, strategy, harness, seed)
-                out.append(FGSynthRow(
-                    run_id=ref.run_id, inst_id=inst_id, mode_id=mode.mode_id, strategy=strategy,
-                    source_inst=source_id, payload=json.dumps(payload, sort_keys=True), valid=check.valid,
-                    targets_mode=check.targets_mode, oracle_edits=check.oracle_edits,
-                    exhibited=None if check.exhibited is None else json.dumps(list(check.exhibited)),
-                    verify_calls=check.calls,
-                    added_step=step if check.valid and check.targets_mode else None))
-    return out
+    modes = ranked(memory_of(store.get_blob(memory_id)), section.modes_per_synthesis)
+    made = synthesize(modes, pool, inst_of, harness_of(ref, prompt_id), section.strategies, section.per_strategy,
+                      config.seed, step, seen)
+    return [FGSynthRow(
+        run_id=ref.run_id, inst_id=m.inst_id, mode_id=m.mode.mode_id, strategy=m.strategy, source_inst=m.source_id,
+        payload=json.dumps(m.payload, sort_keys=True), valid=m.check.valid, targets_mode=m.check.targets_mode,
+        oracle_edits=m.check.oracle_edits,
+        exhibited=None if m.check.exhibited is None else json.dumps(list(m.check.exhibited)),
+        verify_calls=m.check.calls, added_step=step if m.admitted else None) for m in made]
 
 
 def _decision(ref: RunRef, step: int, candidate: str, current: str, rows: list[FGSynthRow]) -> GateDecisionRow:
@@ -106,7 +95,7 @@ def data_gate(ref: RunRef, step: int, prompt_id: str, data_id: str, memory_id: s
     best, since = _previous(ref, step)
     state = stagnation(best, since, _val_of(ref, prompt_id), config.forge.patience)
     opened = state.synthesize and config.forge.synthesis
-    rows = once(ref, "fg_synth", "data_gate", key, lambda: synthesize(ref, step, prompt_id, data_id, memory_id)
+    rows = once(ref, "fg_synth", "data_gate", key, lambda: synthesize_rows(ref, step, prompt_id, data_id, memory_id)
                 if opened else [])
     once(ref, "fg_stagnation", "data_gate", key, lambda: [FGStagnationRow(
         run_id=ref.run_id, step=step, best_val=state.best_val, steps_since_improve=state.steps_since_improve,

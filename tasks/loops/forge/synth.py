@@ -25,12 +25,13 @@ and the simulation itself (offline, the honest default)."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from schemas.forge import STRATEGIES
-from schemas.ids import seed_for
+from schemas.ids import content_id, seed_for
 from suites.toolsim.backend import PAGE_SIZE
 from suites.toolsim.episode import run_episode
 from suites.toolsim.harness import load_harness
@@ -123,3 +124,46 @@ def verify(case_id: str, payload: Mapping[str, Any], mode: FailureMode, strategy
     exhibits = shown == tuple(mode.signature)
     targets = not exhibits if strategy == "counter_example" else exhibits
     return Verification(used is not None, targets, used, calls, shown)
+
+
+@dataclass(frozen=True)
+class Synthesised:
+    inst_id: str
+    payload: Payload
+    mode: FailureMode
+    strategy: str
+    source_id: str
+    check: Verification
+
+    @property
+    def admitted(self) -> bool:
+        return self.check.valid and self.check.targets_mode
+
+
+def inst_id_of(payload: Mapping[str, Any]) -> str:
+    return f"synth/{content_id(json.dumps(payload, sort_keys=True))[:16]}"
+
+
+def synthesize(modes: list[FailureMode], pool: Mapping[str, Mapping[str, Any]], inst_of: Mapping[str, str],
+               harness: Mapping[str, Any], strategies: tuple[str, ...], per_strategy: int, seed: int, step: int,
+               seen: set[str]) -> list[Synthesised]:
+    """Every instance the generator makes from ``modes`` (each from the training
+    instance of its first supporting trajectory in ``pool``; ``inst_of``: trajectory ->
+    instance id), verified under ``harness``; instance ids in ``seen`` (or made twice)
+    are skipped. ``seen`` is updated."""
+    out = []
+    for mode in modes:
+        source_id = next((inst_of[t] for t in mode.support if inst_of.get(t) in pool), None)
+        if source_id is None:
+            continue
+        for strategy in strategies:
+            for j in range(per_strategy):
+                draw = seed_for(seed, "synth", step, mode.mode_id, strategy, j)
+                payload = generate(pool[source_id], strategy, draw)
+                inst_id = None if payload is None else inst_id_of(payload)
+                if inst_id is None or inst_id in seen:
+                    continue
+                seen.add(inst_id)
+                out.append(Synthesised(inst_id, payload, mode, strategy, source_id,
+                                       verify(inst_id, payload, mode, strategy, harness, draw)))
+    return out

@@ -58,3 +58,19 @@ def test_an_instance_the_rules_already_solve_needs_no_oracle_edit():
     cid, payload = next((cid, c.payload) for cid, c in CASES.items() if run_trace(cid, c.payload, SEED).success)
     used, calls, first = oracle_edits(cid, payload, SEED, random.Random(0))
     assert (used, calls, first.success) == (0, 1, True)
+
+
+def test_synthesize_draws_from_training_sources_and_skips_what_it_has_seen():
+    from tasks.loops.forge.synth import synthesize
+
+    train = {cid: c.payload for cid, c in CASES.items() if c.split == "train"}
+    cid = next(i for i, p in train.items() if not run_trace(i, p, SEED).success)
+    sig = signature(run_trace(cid, train[cid], SEED))
+    mode = FailureMode(mode_id(sig), sig, "", (train[cid]["template"],), ("t-unknown", "t1"))
+    seen = set(train)
+    made = synthesize([mode], train, {"t1": cid}, SEED, ("same_failure", "distractor"), 2, 0, 0, seen)
+    assert {m.source_id for m in made} == {cid} and {m.strategy for m in made} == {"same_failure", "distractor"}
+    assert len(made) == 3  # the distractor is the same instance both times: made once
+    assert {m.inst_id for m in made} <= seen
+    assert synthesize([mode], train, {"t1": cid}, SEED, ("distractor",), 1, 0, 0, seen) == []
+    assert all(m.admitted == (m.check.valid and m.check.targets_mode) for m in made)
