@@ -48,6 +48,7 @@ OWN_PICTURES: dict[str, tuple[str, str]] = {
     "prior_or_feedback": ("prior_or_feedback", "feedback sensitivity"),
     "gai": ("gai", "internal − external gap"),
     "mace": ("mace", "test success"),
+    "forge": ("forge", "best validation"),
 }
 """Loops drawn by a module of their own: loop -> (picture, metric). Picture ``X`` is
 ``cli/report_X.py`` with ``X_build(con, run_id) -> (series, why empty)``,

@@ -30,6 +30,7 @@ from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
 from schemas.mace import MaceConfig
 from schemas.rsiagent import RSIAgentConfig
+from schemas.forge import ForgeConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -293,6 +294,15 @@ class RSIAgentRun(_HarnessRun):
     rsiagent: RSIAgentConfig = RSIAgentConfig()
 
 
+class ForgeRun(_HarnessRun):
+    SPEC = LoopSpec(name="forge", modifies="rules", family="harness", suites=("toolsim",),
+                    paper="FORGE: one failure tells the system both how to revise the prompt and which training "
+                          "data to add", budget_counts="optimisation steps (one batch, one prompt gate)",
+                    default_budget=8, starts_from_champion=True)
+    loop: Literal["forge"] = "forge"
+    forge: ForgeConfig = ForgeConfig()
+
+
 class ArenaFlowRun(RunConfig):
     SPEC = LoopSpec(name="arenaflow", modifies="weights", family="training", suites=("toolsim",),
                     paper="ArenaFlow: one comparison trains the policy and curates reusable skills",
@@ -345,6 +355,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     PriorOrFeedbackRun,
     GAIRun,
     MaceRun,
+    ForgeRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceRunRow, MaceUnitRow
+from schemas.forge import FGCostRow, FGFailureModeRow, FGPromptRow, FGStagnationRow, FGSynthRow, FGTrajRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
@@ -73,6 +74,12 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("rsa_runs", RSARunRow, ("run_id", "id")),
         TableSpec("rsa_memory", RSAMemoryRow, ("run_id", "ver", "entry_id")),
         TableSpec("rsa_test_runs", RSATestRunRow, ("run_id", "task_id", "arm")),
+        TableSpec("fg_prompts", FGPromptRow, ("run_id", "step", "id")),
+        TableSpec("fg_trajs", FGTrajRow, ("run_id", "id")),
+        TableSpec("fg_failure_modes", FGFailureModeRow, ("run_id", "ver", "id")),
+        TableSpec("fg_synth", FGSynthRow, ("run_id", "inst_id")),
+        TableSpec("fg_stagnation", FGStagnationRow, ("run_id", "step")),
+        TableSpec("fg_cost", FGCostRow, ("run_id", "step")),
         TableSpec("af_trajectories", AFTrajectoryRow, ("run_id", "traj_id")),
         TableSpec("af_matches", AFMatchRow, ("run_id", "match_id")),
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),

@@ -37,6 +37,7 @@ LOOP_ARGS = {
             "--set", "opd.pretrain_steps=10", "--set", "opd.prompts_per_step=2", "--set", "opd.rollouts=2",
             "--set", "opd.max_new_tokens=12", "--set", "opd.method=cal_opd"],
     "rsiagent": [*TOOLSIM, "--set", "rsiagent.tasks_per_round=4", "--set", "rsiagent.params_per_template=1"],
+    "forge": [*TOOLSIM, "--set", "forge.batch_size=4", "--set", "forge.patience=1"],
     "skilllift": [*TOOLSIM, "--set", "skilllift.inner_iterations=3", "--set", "skilllift.top_k=2"],
     "moscopt": [*TOOLSIM, "--param", "version=2", "--set", "moscopt.k=2"],
     "arenaflow": [*TOOLSIM, "--set", "arenaflow.batch=4", "--set", "arenaflow.group_size=4"],
