@@ -1,0 +1,138 @@
+"""One ModularRSI round as pure logic over an injected runner (the trusted toolsim
+simulation in the findings script, the stage tasks' recorded traces in the flow):
+roll the batch under the base harness, analyse, let each finding's module edit the
+same base, gate every edit, integrate the accepted ones. The non-modular ablation edits
+the whole harness in sequence (as many edits a round as there are modules), each edit
+from the one before, under the same gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from suites.base import Case
+from tasks.loops.modular_rsi.contrast import Defect, Finding, diagnose, findings
+from tasks.loops.modular_rsi.evolve import (ModuleEdit, gate_overfit, gate_run, gate_static, integrate, modify,
+                                            version)
+from tasks.loops.modular_rsi.modules import MODULES
+from tasks.proposers.rule_evidence import Trace
+
+Runner = Callable[[Mapping[str, Any], Sequence[Case]], dict[str, Trace]]
+"""(harness document, cases) -> case id -> trace."""
+GATE_TASKS = 2
+
+
+@dataclass(frozen=True)
+class Gated:
+    edit: ModuleEdit
+    static: tuple[bool, str]
+    overfit: tuple[bool, str]
+    run: tuple[bool, str]
+
+    @property
+    def accepted(self) -> bool:
+        return self.static[0] and self.overfit[0] and self.run[0]
+
+
+@dataclass
+class Round:
+    base: dict[str, Any]
+    traces: dict[str, Trace]
+    defects: list[Defect] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    gated: list[Gated] = field(default_factory=list)
+    harness: dict[str, Any] = field(default_factory=dict)
+    conflicts: list[str] = field(default_factory=list)
+
+
+def by_task(cases: Sequence[Case], traces: Mapping[str, Trace]) -> dict[str, list[Trace]]:
+    """A task is a template: its rollouts are the batch's instances of it."""
+    out: dict[str, list[Trace]] = {}
+    for case in cases:
+        out.setdefault(case.payload["template"], []).append(traces[case.case_id])
+    return out
+
+
+def gate_cases(cases: Sequence[Case], traces: Mapping[str, Trace], tasks: Sequence[str]) -> list[Case]:
+    """The gate's two batch tasks: failing rollouts of the finding's tasks first."""
+    mine = [c for c in cases if c.payload["template"] in tasks]
+    ranked = sorted(mine, key=lambda c: (traces[c.case_id].success, c.case_id))
+    return ranked[:GATE_TASKS]
+
+
+def gate(edit: ModuleEdit, base: Mapping[str, Any], cases: Sequence[Case], traces: Mapping[str, Trace],
+         run: Runner, literals: set[str]) -> Gated:
+    static, overfit = gate_static(edit, base), gate_overfit(edit, literals)
+    if not (static[0] and overfit[0]):
+        return Gated(edit, static, overfit, (False, "not run: an earlier check failed"))
+    edited = run(edit.document, cases)
+    before = {c.case_id: float(traces[c.case_id].success) for c in cases}
+    after = {c.case_id: float(edited[c.case_id].success) for c in cases}
+    return Gated(edit, static, overfit, gate_run(before, after))
+
+
+def analyse(cases: Sequence[Case], traces: Mapping[str, Trace], max_steps: int,
+            min_support: int) -> tuple[list[Defect], list[Finding]]:
+    defects = [d for t, rs in sorted(by_task(cases, traces).items()) if (d := diagnose(t, rs, max_steps))]
+    return defects, findings(defects, min_support)
+
+
+def modular_round(base: Mapping[str, Any], batch: Sequence[Case], run: Runner, literals: set[str],
+                  max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset()) -> Round:
+    """Each finding's module (once, most supported finding first) edits the same base."""
+    traces = run(base, batch)
+    out = Round(dict(base), traces)
+    out.defects, out.findings = analyse(batch, traces, max_steps, min_support)
+    routed: dict[str, Finding] = {}
+    for finding in out.findings:
+        routed.setdefault(finding.module, finding)
+    for module in [m for m in MODULES if m in routed]:
+        tasks = routed[module].support_task_ids
+        support = [traces[c.case_id] for c in batch if c.payload["template"] in tasks]
+        edit = modify(support, base, module, rejected)
+        if edit is not None:
+            out.gated.append(gate(edit, base, gate_cases(batch, traces, tasks), traces, run, literals))
+    out.harness, out.conflicts = integrate(base, [g.edit for g in out.gated if g.accepted])
+    return out
+
+
+def monolithic_round(base: Mapping[str, Any], batch: Sequence[Case], run: Runner, literals: set[str],
+                     max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset()) -> Round:
+    """The ablation: up to len(MODULES) whole-harness edits in sequence, no routing."""
+    traces = run(base, batch)
+    out = Round(dict(base), traces)
+    out.defects, out.findings = analyse(batch, traces, max_steps, min_support)
+    current, seen = dict(base), set(rejected)
+    tasks = sorted({t for f in out.findings for t in f.support_task_ids})
+    for _ in MODULES:
+        edit = modify([traces[c.case_id] for c in batch if c.payload["template"] in tasks], current, None, seen)
+        if edit is None:
+            break
+        seen.add(edit.key)
+        cases = gate_cases(batch, traces, tasks)
+        gated = gate(edit, current, cases, run(current, cases), run, literals)
+        out.gated.append(gated)
+        if gated.accepted:
+            current = edit.document
+    out.harness = current
+    return out
+
+
+def rejected_keys(rounds: Sequence[Round]) -> frozenset[str]:
+    return frozenset(g.edit.key for r in rounds for g in r.gated if not g.accepted)
+
+
+def evolve(seed: Mapping[str, Any], batches: Sequence[Sequence[Case]], run: Runner, literals: set[str],
+           max_steps: int, modular: bool = True, min_support: int = 2) -> list[Round]:
+    """Rounds over the batches; each round's harness is the next round's base."""
+    step = modular_round if modular else monolithic_round
+    rounds: list[Round] = []
+    base = dict(seed)
+    for batch in batches:
+        rounds.append(step(base, batch, run, literals, max_steps, min_support, rejected_keys(rounds)))
+        base = rounds[-1].harness
+    return rounds
+
+
+__all__ = ["Gated", "Round", "evolve", "modular_round", "monolithic_round", "version"]
