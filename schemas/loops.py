@@ -23,6 +23,7 @@ from schemas.arenaflow import ArenaFlowConfig
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
+from schemas.modular_rsi import ModularRSIConfig
 from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
@@ -102,6 +103,16 @@ class GraphSkillEvoRun(_HarnessRun):
                     starts_from_champion=True)
     loop: Literal["graphskillevo"] = "graphskillevo"
     graphskillevo: GraphSkillEvoConfig = GraphSkillEvoConfig()
+
+
+class ModularRSIRun(_HarnessRun):
+    SPEC = LoopSpec(name="modular_rsi", modifies="rules", family="harness", suites=("toolsim",),
+                    paper="Generalizable harness self-improvement: find recurring execution defects, then "
+                          "evolve each module separately (ModularRSI)",
+                    budget_counts="evolution rounds (batch rollouts, five module edits, integration)",
+                    default_budget=4, starts_from_champion=True)
+    loop: Literal["modular_rsi"] = "modular_rsi"
+    modular_rsi: ModularRSIConfig = ModularRSIConfig()
 
 
 def _training_spec(name: str, paper: str) -> LoopSpec:
@@ -311,6 +322,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MoscoptRun,
     RSIAgentRun,
     ArenaFlowRun,
+    ModularRSIRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

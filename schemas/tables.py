@@ -9,6 +9,8 @@ from pydantic import BaseModel
 
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
+from schemas.modular_rsi import (MRSIEvalRow, MRSIFindingRow, MRSIIntegrationRow, MRSIModuleEditRow,
+                                 MRSIRolloutRow, MRSITaskGroupRow)
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
 from schemas.rows import (
@@ -75,6 +77,12 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
         TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
         TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
+        TableSpec("mrsi_rollouts", MRSIRolloutRow, ("run_id", "round", "case_id")),
+        TableSpec("mrsi_task_groups", MRSITaskGroupRow, ("run_id", "round", "task_id")),
+        TableSpec("mrsi_findings", MRSIFindingRow, ("run_id", "id")),
+        TableSpec("mrsi_module_edits", MRSIModuleEditRow, ("run_id", "id")),
+        TableSpec("mrsi_integrations", MRSIIntegrationRow, ("run_id", "round")),
+        TableSpec("mrsi_evals", MRSIEvalRow, ("run_id", "harness_ver", "task_id")),
     )
 }
 

@@ -13,8 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from suites.base import Case
 from tasks.loops.modular_rsi.contrast import Defect, Finding, diagnose, findings
-from tasks.loops.modular_rsi.evolve import (ModuleEdit, gate_overfit, gate_run, gate_static, integrate, modify,
-                                            version)
+from tasks.loops.modular_rsi.evolve import ModuleEdit, gate_overfit, gate_run, gate_static, integrate, modify
 from tasks.loops.modular_rsi.modules import MODULES
 from tasks.proposers.rule_evidence import Trace
 
@@ -29,6 +28,9 @@ class Gated:
     static: tuple[bool, str]
     overfit: tuple[bool, str]
     run: tuple[bool, str]
+    before: dict[str, float] = field(default_factory=dict)
+    """The base's success on the gate's tasks (empty: not run)."""
+    after: dict[str, float] = field(default_factory=dict)
 
     @property
     def accepted(self) -> bool:
@@ -69,7 +71,7 @@ def gate(edit: ModuleEdit, base: Mapping[str, Any], cases: Sequence[Case], trace
     edited = run(edit.document, cases)
     before = {c.case_id: float(traces[c.case_id].success) for c in cases}
     after = {c.case_id: float(edited[c.case_id].success) for c in cases}
-    return Gated(edit, static, overfit, gate_run(before, after))
+    return Gated(edit, static, overfit, gate_run(before, after), before, after)
 
 
 def analyse(cases: Sequence[Case], traces: Mapping[str, Trace], max_steps: int,
@@ -78,44 +80,61 @@ def analyse(cases: Sequence[Case], traces: Mapping[str, Trace], max_steps: int,
     return defects, findings(defects, min_support)
 
 
-def modular_round(base: Mapping[str, Any], batch: Sequence[Case], run: Runner, literals: set[str],
-                  max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset()) -> Round:
-    """Each finding's module (once, most supported finding first) edits the same base."""
-    traces = run(base, batch)
-    out = Round(dict(base), traces)
-    out.defects, out.findings = analyse(batch, traces, max_steps, min_support)
+def module_edits(base: Mapping[str, Any], batch: Sequence[Case], traces: Mapping[str, Trace],
+                 found: Sequence[Finding], run: Runner, literals: set[str],
+                 rejected: frozenset[str] = frozenset()) -> list[Gated]:
+    """Each finding's module (once, most supported finding first) edits the same base
+    from its finding's traces; every edit gated."""
     routed: dict[str, Finding] = {}
-    for finding in out.findings:
+    for finding in found:
         routed.setdefault(finding.module, finding)
+    out = []
     for module in [m for m in MODULES if m in routed]:
         tasks = routed[module].support_task_ids
         support = [traces[c.case_id] for c in batch if c.payload["template"] in tasks]
         edit = modify(support, base, module, rejected)
         if edit is not None:
-            out.gated.append(gate(edit, base, gate_cases(batch, traces, tasks), traces, run, literals))
+            out.append(gate(edit, base, gate_cases(batch, traces, tasks), traces, run, literals))
+    return out
+
+
+def chained_edits(base: Mapping[str, Any], batch: Sequence[Case], traces: Mapping[str, Trace],
+                  found: Sequence[Finding], run: Runner, literals: set[str],
+                  rejected: frozenset[str] = frozenset()) -> tuple[list[Gated], dict[str, Any]]:
+    """The ablation: up to len(MODULES) whole-harness edits in sequence, no routing,
+    each from the last accepted one; (the gated edits, the last accepted harness)."""
+    current, seen, out = dict(base), set(rejected), []
+    tasks = sorted({t for f in found for t in f.support_task_ids})
+    evidence = [traces[c.case_id] for c in batch if c.payload["template"] in tasks]
+    for _ in MODULES:
+        edit = modify(evidence, current, None, seen)
+        if edit is None:
+            break
+        seen.add(edit.key)
+        cases = gate_cases(batch, traces, tasks)
+        gated = gate(edit, current, cases, run(current, cases), run, literals)
+        out.append(gated)
+        if gated.accepted:
+            current = edit.document
+    return out, current
+
+
+def modular_round(base: Mapping[str, Any], batch: Sequence[Case], run: Runner, literals: set[str],
+                  max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset()) -> Round:
+    traces = run(base, batch)
+    out = Round(dict(base), traces)
+    out.defects, out.findings = analyse(batch, traces, max_steps, min_support)
+    out.gated = module_edits(base, batch, traces, out.findings, run, literals, rejected)
     out.harness, out.conflicts = integrate(base, [g.edit for g in out.gated if g.accepted])
     return out
 
 
 def monolithic_round(base: Mapping[str, Any], batch: Sequence[Case], run: Runner, literals: set[str],
                      max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset()) -> Round:
-    """The ablation: up to len(MODULES) whole-harness edits in sequence, no routing."""
     traces = run(base, batch)
     out = Round(dict(base), traces)
     out.defects, out.findings = analyse(batch, traces, max_steps, min_support)
-    current, seen = dict(base), set(rejected)
-    tasks = sorted({t for f in out.findings for t in f.support_task_ids})
-    for _ in MODULES:
-        edit = modify([traces[c.case_id] for c in batch if c.payload["template"] in tasks], current, None, seen)
-        if edit is None:
-            break
-        seen.add(edit.key)
-        cases = gate_cases(batch, traces, tasks)
-        gated = gate(edit, current, cases, run(current, cases), run, literals)
-        out.gated.append(gated)
-        if gated.accepted:
-            current = edit.document
-    out.harness = current
+    out.gated, out.harness = chained_edits(base, batch, traces, out.findings, run, literals, rejected)
     return out
 
 
@@ -135,4 +154,3 @@ def evolve(seed: Mapping[str, Any], batches: Sequence[Sequence[Case]], run: Runn
     return rounds
 
 
-__all__ = ["Gated", "Round", "evolve", "modular_round", "monolithic_round", "version"]
