@@ -15,6 +15,7 @@ is run only for ``mrsi_evals``, after every decision."""
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime, timezone
 from statistics import fmean
 
@@ -28,9 +29,11 @@ from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.harness_loops.episodes import case_index, harness_document, run_missing
+from tasks.harness_loops.llm_edit import NoLLMEdit
 from tasks.harness_loops.tracking import track_candidate
 from tasks.loops.modular_rsi.contrast import Finding
 from tasks.loops.modular_rsi.evolve import ModuleEdit, case_literals, integrate, version
+from tasks.loops.modular_rsi.llm import llm_modify
 from tasks.loops.modular_rsi.modules import MODULES
 from tasks.loops.modular_rsi.rounds import Gated, chained_edits, module_edits
 from tasks.loops.modular_rsi.stages import (STAGE, base_document, base_of, batch_traces, pool_templates, publish,
@@ -62,7 +65,26 @@ def gated_edits(ref: RunRef, round_index: int) -> list[Gated]:
              for f in store.read_part("mrsi_findings", ref.run_id, STAGE, round_key(round_index))]
     args = (base_document(ref, round_index), cases, got, found, runner(ref, round_index, "gate"),
             pool_literals(ref), rejected(ref, round_index))
-    return module_edits(*args) if config.modular_rsi.mode == "modular" else chained_edits(*args)[0]
+    if config.modular_rsi.mode == "monolithic":
+        return chained_edits(*args)[0]
+    return module_edits(*args, modifier=llm_modifier(ref, round_index) if config.proposer == "llm" else None)
+
+
+def llm_modifier(ref: RunRef, round_index: int):
+    """The `proposer: llm` modifier: the endpoint edits the finding's module, shown the
+    module's earlier edits and verdicts; an answer that is no edit gives none."""
+    config = run_config(ref)
+    earlier = [e for e in store_for(ref.store_uri).read_rows("mrsi_module_edits", ref.run_id) if e.round < round_index]
+
+    def modify(base, finding, traces, _rejected):
+        history = [f"round {e.round}: {e.diff[:300]} -> {'accepted' if e.accepted else 'rejected'}"
+                   for e in earlier if e.module == finding.module]
+        rng = random.Random(seed_for(config.seed, "mrsi_llm", round_index, finding.module))
+        try:
+            return llm_modify(base, finding, traces, history, config.evolve, rng)
+        except NoLLMEdit:
+            return None
+    return modify
 
 
 def edit_row(ref: RunRef, round_index: int, gated: Gated) -> MRSIModuleEditRow:

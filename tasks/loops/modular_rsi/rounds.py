@@ -9,7 +9,7 @@ from the one before, under the same gate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from suites.base import Case
 from tasks.loops.modular_rsi.contrast import Defect, Finding, diagnose, findings
@@ -19,6 +19,8 @@ from tasks.proposers.rule_evidence import Trace
 
 Runner = Callable[[Mapping[str, Any], Sequence[Case]], dict[str, Trace]]
 """(harness document, cases) -> case id -> trace."""
+Modifier = Callable[[Mapping[str, Any], Finding, Sequence[Trace], frozenset], Optional[ModuleEdit]]
+"""(base, finding, its tasks' traces, rejected keys) -> an edit of the finding's module, or None."""
 GATE_TASKS = 2
 
 
@@ -80,11 +82,17 @@ def analyse(cases: Sequence[Case], traces: Mapping[str, Trace], max_steps: int,
     return defects, findings(defects, min_support)
 
 
+def catalogue_modifier(base: Mapping[str, Any], finding: Finding, traces: Sequence[Trace],
+                       rejected: frozenset) -> ModuleEdit | None:
+    return modify(traces, base, finding.module, rejected)
+
+
 def module_edits(base: Mapping[str, Any], batch: Sequence[Case], traces: Mapping[str, Trace],
                  found: Sequence[Finding], run: Runner, literals: set[str],
-                 rejected: frozenset[str] = frozenset()) -> list[Gated]:
+                 rejected: frozenset[str] = frozenset(), modifier: Modifier | None = None) -> list[Gated]:
     """Each finding's module (once, most supported finding first) edits the same base
-    from its finding's traces; every edit gated."""
+    from its finding's traces (``modifier``, default the module-scoped rule catalogue);
+    every edit gated."""
     routed: dict[str, Finding] = {}
     for finding in found:
         routed.setdefault(finding.module, finding)
@@ -92,7 +100,7 @@ def module_edits(base: Mapping[str, Any], batch: Sequence[Case], traces: Mapping
     for module in [m for m in MODULES if m in routed]:
         tasks = routed[module].support_task_ids
         support = [traces[c.case_id] for c in batch if c.payload["template"] in tasks]
-        edit = modify(support, base, module, rejected)
+        edit = (modifier or catalogue_modifier)(base, routed[module], support, rejected)
         if edit is not None:
             out.append(gate(edit, base, gate_cases(batch, traces, tasks), traces, run, literals))
     return out
