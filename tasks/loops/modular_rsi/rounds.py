@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from schemas.ids import derived_id
 from suites.base import Case
 from tasks.loops.modular_rsi.contrast import Defect, Finding, diagnose, findings
 from tasks.loops.modular_rsi.evolve import ModuleEdit, gate_overfit, gate_run, gate_static, integrate, modify
@@ -50,6 +51,19 @@ class Round:
     conflicts: list[str] = field(default_factory=list)
 
 
+def pool_of(templates: Sequence[str], k: int, seed: int) -> list[str]:
+    """The evolution pool's templates: the first ``k`` in a seeded order (sorted)."""
+    return sorted(sorted(set(templates), key=lambda t: derived_id(seed, "pool", t))[:k])
+
+
+def batch_of(pool_cases: Sequence[Case], round_index: int, size: int, seed: int) -> list[Case]:
+    """Round r's batch: the next ``size`` pool tasks in a seeded order, wrapping around."""
+    stream = sorted(pool_cases, key=lambda c: derived_id(seed, "stream", c.case_id))
+    size = min(size, len(stream))
+    start = ((round_index - 1) * size) % len(stream)
+    return [stream[(start + i) % len(stream)] for i in range(size)]
+
+
 def by_task(cases: Sequence[Case], traces: Mapping[str, Trace]) -> dict[str, list[Trace]]:
     """A task is a template: its rollouts are the batch's instances of it."""
     out: dict[str, list[Trace]] = {}
@@ -76,9 +90,14 @@ def gate(edit: ModuleEdit, base: Mapping[str, Any], cases: Sequence[Case], trace
     return Gated(edit, static, overfit, gate_run(before, after), before, after)
 
 
-def analyse(cases: Sequence[Case], traces: Mapping[str, Trace], max_steps: int,
-            min_support: int) -> tuple[list[Defect], list[Finding]]:
-    defects = [d for t, rs in sorted(by_task(cases, traces).items()) if (d := diagnose(t, rs, max_steps))]
+def analyse(cases: Sequence[Case], traces: Mapping[str, Trace], max_steps: int, min_support: int,
+            contrast: bool = True) -> tuple[list[Defect], list[Finding]]:
+    """Defects per task and the recurring findings; ``contrast=False`` (an ablation the
+    paper lacks) hides the successes, so every task gets the one-sided diagnosis."""
+    grouped = by_task(cases, traces)
+    if not contrast:
+        grouped = {t: [r for r in rs if not r.success] for t, rs in grouped.items()}
+    defects = [d for t, rs in sorted(grouped.items()) if (d := diagnose(t, rs, max_steps))]
     return defects, findings(defects, min_support)
 
 
@@ -128,20 +147,22 @@ def chained_edits(base: Mapping[str, Any], batch: Sequence[Case], traces: Mappin
 
 
 def modular_round(base: Mapping[str, Any], batch: Sequence[Case], run: Runner, literals: set[str],
-                  max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset()) -> Round:
+                  max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset(),
+                  contrast: bool = True) -> Round:
     traces = run(base, batch)
     out = Round(dict(base), traces)
-    out.defects, out.findings = analyse(batch, traces, max_steps, min_support)
+    out.defects, out.findings = analyse(batch, traces, max_steps, min_support, contrast)
     out.gated = module_edits(base, batch, traces, out.findings, run, literals, rejected)
     out.harness, out.conflicts = integrate(base, [g.edit for g in out.gated if g.accepted])
     return out
 
 
 def monolithic_round(base: Mapping[str, Any], batch: Sequence[Case], run: Runner, literals: set[str],
-                     max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset()) -> Round:
+                     max_steps: int, min_support: int = 2, rejected: frozenset[str] = frozenset(),
+                     contrast: bool = True) -> Round:
     traces = run(base, batch)
     out = Round(dict(base), traces)
-    out.defects, out.findings = analyse(batch, traces, max_steps, min_support)
+    out.defects, out.findings = analyse(batch, traces, max_steps, min_support, contrast)
     out.gated, out.harness = chained_edits(base, batch, traces, out.findings, run, literals, rejected)
     return out
 
@@ -151,13 +172,13 @@ def rejected_keys(rounds: Sequence[Round]) -> frozenset[str]:
 
 
 def evolve(seed: Mapping[str, Any], batches: Sequence[Sequence[Case]], run: Runner, literals: set[str],
-           max_steps: int, modular: bool = True, min_support: int = 2) -> list[Round]:
+           max_steps: int, modular: bool = True, min_support: int = 2, contrast: bool = True) -> list[Round]:
     """Rounds over the batches; each round's harness is the next round's base."""
     step = modular_round if modular else monolithic_round
     rounds: list[Round] = []
     base = dict(seed)
     for batch in batches:
-        rounds.append(step(base, batch, run, literals, max_steps, min_support, rejected_keys(rounds)))
+        rounds.append(step(base, batch, run, literals, max_steps, min_support, rejected_keys(rounds), contrast))
         base = rounds[-1].harness
     return rounds
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from prefect import task
 
-from schemas.ids import content_id, derived_id
+from schemas.ids import content_id
 from schemas.modular_rsi import MRSIFindingRow, MRSIRolloutRow, MRSITaskGroupRow
 from schemas.rows import CandidateRow
 from suites.base import Case
@@ -22,7 +22,7 @@ from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import case_index, episode_of, harness_document, run_missing
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.modular_rsi.contrast import groups
-from tasks.loops.modular_rsi.rounds import analyse, by_task
+from tasks.loops.modular_rsi.rounds import analyse, batch_of, by_task, pool_of
 from tasks.proposers.rule_evidence import Trace, trace_of
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.parts import once
@@ -40,21 +40,16 @@ def round_key(round_index: int) -> str:
 
 
 def pool_templates(ref: RunRef) -> list[str]:
-    """The evolution pool's templates: the first ``pool_templates`` in a seeded order."""
     config = run_config(ref)
-    names = sorted({c.payload["template"] for c in case_index(ref).values()})
-    return sorted(sorted(names, key=lambda t: derived_id(config.seed, "pool", t))[:config.modular_rsi.pool_templates])
+    names = [c.payload["template"] for c in case_index(ref).values()]
+    return pool_of(names, config.modular_rsi.pool_templates, config.seed)
 
 
 def batch(ref: RunRef, round_index: int) -> list[Case]:
-    """Round r's batch: the next ``batch`` pool tasks (train split of the pool templates)
-    in a seeded order, wrapping around."""
+    """Round r's batch of pool tasks (train split of the pool templates)."""
     config, pool = run_config(ref), set(pool_templates(ref))
-    stream = sorted((c for c in case_index(ref).values() if c.split == "train" and c.payload["template"] in pool),
-                    key=lambda c: derived_id(config.seed, "stream", c.case_id))
-    size = min(config.modular_rsi.batch, len(stream))
-    start = ((round_index - 1) * size) % len(stream)
-    return [stream[(start + i) % len(stream)] for i in range(size)]
+    cases = [c for c in case_index(ref).values() if c.split == "train" and c.payload["template"] in pool]
+    return batch_of(cases, round_index, config.modular_rsi.batch, config.seed)
 
 
 # -- harness documents as candidates ---------------------------------------------------
