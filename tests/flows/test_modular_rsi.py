@@ -88,3 +88,26 @@ def test_a_rerun_of_the_same_run_writes_nothing_new(run):
     before = counts(store)
     again = modular_rsi(config=small_config(), store_uri=root, run_id="mrsi-a")
     assert counts(open_store(root)) == before and again["candidate_id"] == summary["candidate_id"]
+
+
+def test_report_plots_every_gated_edit_and_the_benchmark_as_sql_holds(run, tmp_path):
+    from PIL import Image
+
+    from cli.report import draw, report_series, write_report
+
+    store, root, _ = run
+    report = report_series(root, "mrsi-a")
+    assert report["family"] == "modular_rsi"
+    series = report["series"]
+    edits = store.read_rows("mrsi_module_edits")
+    assert len(series.edits) == len(edits)
+    assert sum(e["accepted"] for e in series.edits) == sum(e.accepted for e in edits)
+    evals = store.read_rows("mrsi_evals")
+    for row in series.evals:
+        mine = [e.passed for e in evals if e.role == row["role"] and e.benchmark == row["benchmark"]]
+        assert row["n"] == len(mine) and abs(row["rate"] - sum(mine) / len(mine)) < 1e-9
+    figure, caption = draw(report)
+    assert "integration conflicts" in caption and all(ax.get_title() for ax in figure.axes)
+    path = write_report(root, "mrsi-a", tmp_path / "mrsi.png")
+    with Image.open(path) as image:
+        assert image.size[0] >= 1000
