@@ -25,6 +25,7 @@ from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.gai import GAIConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
+from schemas.modular_rsi import ModularRSIConfig
 from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
@@ -106,6 +107,16 @@ class GraphSkillEvoRun(_HarnessRun):
                     starts_from_champion=True)
     loop: Literal["graphskillevo"] = "graphskillevo"
     graphskillevo: GraphSkillEvoConfig = GraphSkillEvoConfig()
+
+
+class ModularRSIRun(_HarnessRun):
+    SPEC = LoopSpec(name="modular_rsi", modifies="rules", family="harness", suites=("toolsim",),
+                    paper="Generalizable harness self-improvement: find recurring execution defects, then "
+                          "evolve each module separately (ModularRSI)",
+                    budget_counts="evolution rounds (batch rollouts, five module edits, integration)",
+                    default_budget=4, starts_from_champion=True)
+    loop: Literal["modular_rsi"] = "modular_rsi"
+    modular_rsi: ModularRSIConfig = ModularRSIConfig()
 
 
 def _training_spec(name: str, paper: str) -> LoopSpec:
@@ -356,6 +367,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     GAIRun,
     MaceRun,
     ForgeRun,
+    ModularRSIRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -13,6 +13,8 @@ from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRun
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.gai import GAIClassificationRow, GAIComponentRow, GAIVersionRow
+from schemas.modular_rsi import (MRSIEvalRow, MRSIFindingRow, MRSIIntegrationRow, MRSIModuleEditRow,
+                                 MRSIRolloutRow, MRSITaskGroupRow)
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
 from schemas.rows import (
@@ -98,6 +100,12 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("mace_injections", MaceInjectionRow, ("run_id", "episode_id", "agent_role")),
         TableSpec("mace_outputs", MaceOutputRow, ("run_id", "episode_id", "agent_role")),
         TableSpec("mace_runs", MaceRunRow, ("run_id", "episode_id")),
+        TableSpec("mrsi_rollouts", MRSIRolloutRow, ("run_id", "round", "case_id")),
+        TableSpec("mrsi_task_groups", MRSITaskGroupRow, ("run_id", "round", "task_id")),
+        TableSpec("mrsi_findings", MRSIFindingRow, ("run_id", "id")),
+        TableSpec("mrsi_module_edits", MRSIModuleEditRow, ("run_id", "id")),
+        TableSpec("mrsi_integrations", MRSIIntegrationRow, ("run_id", "round")),
+        TableSpec("mrsi_evals", MRSIEvalRow, ("run_id", "harness_ver", "task_id")),
     )
 }
 

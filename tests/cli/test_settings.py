@@ -38,6 +38,7 @@ def test_sandbox_settings_merge_with_the_timeout_option():
     ("self_healing", {"evolve", "heal", "sandbox"}),
     ("designer_rsi", {"evolve", "designer", "sandbox"}),
     ("graphskillevo", {"evolve", "graphskillevo", "sandbox"}),
+    ("modular_rsi", {"evolve", "modular_rsi", "sandbox"}),
     ("grpo", {"grpo", "sandbox"}),
     ("opd", {"opd", "sandbox"}),
     ("harness_bandit", {"grpo", "harness_bandit", "sandbox"}),
