@@ -20,6 +20,7 @@ from schemas.post_training import (
     PPOPACTConfig,
 )
 from schemas.arenaflow import ArenaFlowConfig
+from schemas.mass import MassConfig
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.graphskillevo import GraphSkillEvoConfig
@@ -300,6 +301,16 @@ class ArenaFlowRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM is the judge)."""
 
 
+class MassRun(RunConfig):
+    SPEC = LoopSpec(name="mass", modifies="weights", family="training", suites=("toolsim",),
+                    paper="MASS: evolve the multi-agent workflow, then train it into one model",
+                    budget_counts="inner workflow generations (then one distillation)", default_budget=6)
+    loop: Literal["mass"] = "mass"
+    mass: MassConfig = MassConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """The chat endpoint's parameters when `proposer='llm'` (the LLM is the workflow optimizer)."""
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -311,6 +322,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MoscoptRun,
     RSIAgentRun,
     ArenaFlowRun,
+    MassRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
+from schemas.mass import MassEvalRow, MassExecutionRow, MassPairwiseRow, MassSFTExampleRow, MassWorkflowRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
 from schemas.rsi_anything import PairCheckRow, RSICandidateRow, RSIExecutionRow, WMVersionRow
@@ -75,6 +76,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
         TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
         TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
+        TableSpec("mass_workflows", MassWorkflowRow, ("run_id", "wf_id", "gen")),
+        TableSpec("mass_executions", MassExecutionRow, ("run_id", "exec_id")),
+        TableSpec("mass_pairwise", MassPairwiseRow, ("run_id", "exec_a", "exec_b")),
+        TableSpec("mass_sft_examples", MassSFTExampleRow, ("run_id", "ex_id")),
+        TableSpec("mass_evals", MassEvalRow, ("run_id", "model_gen", "bench", "task_id", "trial")),
     )
 }
 

@@ -113,6 +113,7 @@ class Example:
     wf_id: str
     template: str
     target: tuple[int, ...]
+    execution: Execution
 
 
 def distill(lineage: Sequence[Workflow], cases: Sequence[Case], repeats: int, seed: int) -> tuple[list[Example], int]:
@@ -130,5 +131,12 @@ def distill(lineage: Sequence[Workflow], cases: Sequence[Case], repeats: int, se
                 if best is None or judge(e, best[1]) == "a":
                     best = (wf, e)
             if best is not None and best[1].success:
-                examples.append(Example(case.case_id, rep, best[0].wf_id, case.payload["template"], best[1].applied))
+                examples.append(Example(case.case_id, rep, best[0].wf_id, case.payload["template"], best[1].applied,
+                                        best[1]))
     return examples, runs
+
+
+def union(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """The rules either side applies (a policy executing a workflow: its own choices plus
+    the workflow's; the optimizer check runs new workflows on the old policy this way)."""
+    return tuple(int(x or y) for x, y in zip(a, b))
