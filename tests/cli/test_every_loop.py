@@ -40,6 +40,7 @@ LOOP_ARGS = {
     "skilllift": [*TOOLSIM, "--set", "skilllift.inner_iterations=3", "--set", "skilllift.top_k=2"],
     "moscopt": [*TOOLSIM, "--param", "version=2", "--set", "moscopt.k=2"],
     "arenaflow": [*TOOLSIM, "--set", "arenaflow.batch=4", "--set", "arenaflow.group_size=4"],
+    "mass": [*TOOLSIM, "--set", "mass.children=2", "--set", "mass.repeats=1"],
     "cover": ["--budget", "1", "--set", "cover.problems=2", "--set", "cover.programs=4", "--set", "cover.tests=6",
               "--set", "cover.pool_size=3", "--set", "cover.case_timeout_s=0.3"],
     "codemidas": ["--budget", "1", "--set", "codemidas.modules=[colorsys]", "--set", "codemidas.per_round=1",

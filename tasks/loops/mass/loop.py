@@ -28,6 +28,7 @@ from suites.toolsim.harness import parse_harness
 from suites.toolsim.suite import reseeded
 from schemas.ids import seed_for
 from tasks.harness_loops.menu import OPTION_IDS, harness_document
+from tasks.loops.mass import policy as pol
 from tasks.loops.mass.workflow import Workflow, decisions, harness_of
 
 
@@ -99,11 +100,15 @@ def generation(parent: Workflow, cases: Sequence[Case], propose: Proposer, gen: 
     for _, child in kids:
         runs.setdefault(child.wf_id, known.get(child.wf_id) or run_workflow(child, cases))
         tallies[child.wf_id] = tally(runs[child.wf_id], parent_runs)
-    best = max(kids, key=lambda k: tallies[k[1].wf_id][0] - tallies[k[1].wf_id][1], default=None)
-    chosen = parent
-    if best is not None and tallies[best[1].wf_id][0] >= tallies[best[1].wf_id][1]:
-        chosen = best[1]
-    return Generation(parent, kids, runs, tallies, chosen)
+    return Generation(parent, kids, runs, tallies, choose(parent, [k for _, k in kids], tallies))
+
+
+def choose(parent: Workflow, kids: Sequence[Workflow], tallies: dict[str, tuple[int, int, int]]) -> Workflow:
+    """The gate: the child with the most net wins (the first on a tie) if not worse, else the parent."""
+    best = max(kids, key=lambda k: tallies[k.wf_id][0] - tallies[k.wf_id][1], default=None)
+    if best is not None and tallies[best.wf_id][0] >= tallies[best.wf_id][1]:
+        return best
+    return parent
 
 
 @dataclass(frozen=True)
@@ -140,3 +145,9 @@ def union(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     """The rules either side applies (a policy executing a workflow: its own choices plus
     the workflow's; the optimizer check runs new workflows on the old policy this way)."""
     return tuple(int(x or y) for x, y in zip(a, b))
+
+
+def run_policy(policy: pol.RulePolicy, cases: Sequence[Case], workflow: Workflow | None = None) -> list[Execution]:
+    """Every case under the policy's greedy rules (with ``workflow``: plus the workflow's)."""
+    extra = decisions(workflow) if workflow is not None else (0,) * len(OPTION_IDS)
+    return [run_choices(union(pol.greedy(policy, c.payload["template"]), extra), c) for c in cases]
