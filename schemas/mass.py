@@ -26,7 +26,8 @@ class MassConfig(Config):
     """False = the "single-workflow student" ablation: distil only the final workflow's runs."""
     epochs: int = Field(200, ge=1, le=5000)
     """Behaviour-cloning epochs (full batch)."""
-    lr: float = Field(0.1, gt=0.0, le=10.0)
+    lr: float = Field(1.0, gt=0.0, le=10.0)
+    """Gradient-descent step size of behaviour cloning."""
 
 
 class MassWorkflowRow(Row):

@@ -6,7 +6,9 @@ an input (the paper removes the explicit workflow prompt from the SFT data), so 
 the workflow's roles did must be carried by the weights. One linear layer
 (templates -> K logits), an independent Bernoulli per rule; behaviour cloning is
 full-batch binary cross-entropy on (features, decisions) examples with Adam, a fixed
-number of epochs from zero weights (deterministic: no sampling). Greedy = p > 0.5."""
+number of epochs of plain gradient descent from zero weights (deterministic: no
+sampling; the loss is convex, and torch.optim is not needed: its first use imports
+torch's compiler, seconds on a busy CPU). Greedy = p > 0.5."""
 
 from __future__ import annotations
 
@@ -61,13 +63,13 @@ def behaviour_clone(policy: RulePolicy, templates: Sequence[str], targets: Seque
     if not templates:
         return Fit(0.0, 0, 0)
     x, y = policy.features(templates), torch.tensor([list(t) for t in targets], dtype=torch.float32)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
-    loss = torch.tensor(0.0)
+    params = list(policy.parameters())
     for _ in range(epochs):
         loss = nn.functional.binary_cross_entropy_with_logits(policy(x), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p -= lr * g
     with torch.no_grad():
         final = nn.functional.binary_cross_entropy_with_logits(policy(x), y)
     return Fit(float(final), len(templates), epochs)
