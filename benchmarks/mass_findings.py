@@ -14,7 +14,7 @@ and the optimizer check: the evolved vs the seed workflow, both run by the old p
 (the single-agent student), judged pairwise per held-out case (paper: new preferred 64%).
 Outcome: held-out success and tool calls per case. Pairs are (seed, held-out case).
 
-    .venv/bin/python benchmarks/mass_findings.py            # 5 seeds x 6 generations
+    .venv/bin/python benchmarks/mass_findings.py            # 5 seeds x 12 generations
     .venv/bin/python benchmarks/mass_findings.py --quick    # 1 seed x 1 generation, tiny suite
 """
 
@@ -129,10 +129,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, 1 generation, 5 instances per template")
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5, quick 1)")
-    parser.add_argument("--generations", type=int, default=None, help="inner generations (default 6, quick 1)")
+    parser.add_argument("--generations", type=int, default=None, help="inner generations (default 12, quick 1)")
     args = parser.parse_args()
     seeds = args.seeds or (1 if args.quick else 5)
-    generations = args.generations or (1 if args.quick else 6)
+    generations = args.generations or (1 if args.quick else 12)
     print(measure(seeds, generations, QUICK if args.quick else FULL)[1])
 
 

@@ -12,8 +12,8 @@ compile to harnesses of our own rule menu (trusted), no candidate code runs.
                  worker that needs it can arrive in two steps)
     outer (distill):
         rerun the lineage's workflows on train cases under `repeats` noise seeds; per
-        (case, repeat) the pairwise-best execution, kept only if it succeeded (the
-        filter); SFT examples = (template, the rules its workers applied), workflow removed
+        (case, repeat) the pairwise-best execution (the latest on a tie), kept only if
+        it succeeded (the filter); SFT examples = (template, the rules its workers applied), workflow removed
     register: behaviour-clone the policy on the examples"""
 
 from __future__ import annotations
@@ -123,8 +123,9 @@ class Example:
 
 def distill(lineage: Sequence[Workflow], cases: Sequence[Case], repeats: int, seed: int) -> tuple[list[Example], int]:
     """(SFT examples, executions run): per (case, repeat), the pairwise-best of the
-    lineage's executions under that repeat's noise (earlier workflow on a tie), kept if
-    it succeeded."""
+    lineage's executions under that repeat's noise (the later, more evolved workflow on
+    a tie: the selected workflow is the main source, an earlier one only where it was
+    strictly better), kept if it succeeded."""
     examples, runs = [], 0
     for case in cases:
         for rep in range(repeats):
@@ -133,7 +134,7 @@ def distill(lineage: Sequence[Workflow], cases: Sequence[Case], repeats: int, se
             for wf in lineage:
                 e = run_workflow(wf, [noisy])[0]
                 runs += 1
-                if best is None or judge(e, best[1]) == "a":
+                if best is None or judge(e, best[1]) != "b":
                     best = (wf, e)
             if best is not None and best[1].success:
                 examples.append(Example(case.case_id, rep, best[0].wf_id, case.payload["template"], best[1].applied,
