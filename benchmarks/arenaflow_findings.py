@@ -47,7 +47,7 @@ def run_arm(seed: int, arm: str, rounds: int, instances: int, batch: int, group:
     from suites.toolsim.templates import TEMPLATES
     from tasks.loops.arenaflow import policy as pol
     from tasks.loops.arenaflow.loop import ArenaSettings, evaluate, train_round
-    from tasks.loops.arenaflow.menu import OPTIONS
+    from tasks.harness_loops.menu import OPTIONS
 
     s = replace(ArenaSettings(top_k=BASE.top_k, prior_strength=BASE.prior_strength, beta=BASE.beta,
                               min_obs=BASE.min_obs, lr=BASE.lr), group_size=group, **ARMS[arm])

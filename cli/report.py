@@ -50,6 +50,7 @@ OWN_PICTURES: dict[str, tuple[str, str]] = {
     "mace": ("mace", "test success"),
     "forge": ("forge", "best validation"),
     "modular_rsi": ("modular_rsi", "benchmark success"),
+    "mass": ("mass", "holdout success"),
 }
 """Loops drawn by a module of their own: loop -> (picture, metric). Picture ``X`` is
 ``cli/report_X.py`` with ``X_build(con, run_id) -> (series, why empty)``,

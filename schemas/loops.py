@@ -21,6 +21,7 @@ from schemas.post_training import (
 )
 from schemas.arenaflow import ArenaFlowConfig
 from schemas.prior_or_feedback import PriorOrFeedbackConfig
+from schemas.mass import MassConfig
 from schemas.cover import CoverConfig
 from schemas.dense import DenseConfig
 from schemas.gai import GAIConfig
@@ -352,6 +353,16 @@ class MaceRun(_HarnessRun):
     mace: MaceConfig = MaceConfig()
 
 
+class MassRun(RunConfig):
+    SPEC = LoopSpec(name="mass", modifies="weights", family="training", suites=("toolsim",),
+                    paper="MASS: evolve the multi-agent workflow, then train it into one model",
+                    budget_counts="inner workflow generations (then one distillation)", default_budget=6)
+    loop: Literal["mass"] = "mass"
+    mass: MassConfig = MassConfig()
+    evolve: EvolveConfig = EvolveConfig()
+    """The chat endpoint's parameters when `proposer='llm'` (the LLM is the workflow optimizer)."""
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -368,6 +379,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MaceRun,
     ForgeRun,
     ModularRSIRun,
+    MassRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -11,6 +11,7 @@ from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceR
 from schemas.forge import FGCostRow, FGFailureModeRow, FGPromptRow, FGStagnationRow, FGSynthRow, FGTrajRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
+from schemas.mass import MassEvalRow, MassExecutionRow, MassPairwiseRow, MassSFTExampleRow, MassWorkflowRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.gai import GAIClassificationRow, GAIComponentRow, GAIVersionRow
 from schemas.modular_rsi import (MRSIEvalRow, MRSIFindingRow, MRSIIntegrationRow, MRSIModuleEditRow,
@@ -106,6 +107,11 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("mrsi_module_edits", MRSIModuleEditRow, ("run_id", "id")),
         TableSpec("mrsi_integrations", MRSIIntegrationRow, ("run_id", "round")),
         TableSpec("mrsi_evals", MRSIEvalRow, ("run_id", "harness_ver", "task_id")),
+        TableSpec("mass_workflows", MassWorkflowRow, ("run_id", "wf_id", "gen")),
+        TableSpec("mass_executions", MassExecutionRow, ("run_id", "exec_id")),
+        TableSpec("mass_pairwise", MassPairwiseRow, ("run_id", "exec_a", "exec_b")),
+        TableSpec("mass_sft_examples", MassSFTExampleRow, ("run_id", "ex_id")),
+        TableSpec("mass_evals", MassEvalRow, ("run_id", "model_gen", "bench", "task_id", "trial")),
     )
 }
 

@@ -43,6 +43,7 @@ LOOP_ARGS = {
     "arenaflow": [*TOOLSIM, "--set", "arenaflow.batch=4", "--set", "arenaflow.group_size=4"],
     "mace": [*TOOLSIM, "--set", "mace.batch=4"],
     "modular_rsi": [*TOOLSIM, "--set", "modular_rsi.pool_templates=2", "--set", "modular_rsi.batch=4"],
+    "mass": [*TOOLSIM, "--set", "mass.children=2", "--set", "mass.repeats=1"],
     "cover": ["--budget", "1", "--set", "cover.problems=2", "--set", "cover.programs=4", "--set", "cover.tests=6",
               "--set", "cover.pool_size=3", "--set", "cover.case_timeout_s=0.3"],
     "codemidas": ["--budget", "1", "--set", "codemidas.modules=[colorsys]", "--set", "codemidas.per_round=1",

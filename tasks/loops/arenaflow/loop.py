@@ -32,7 +32,7 @@ from tasks.loops.arenaflow.arena import (
 from tasks.loops.arenaflow.credit import (
     Skill, apply_usage, merge_experience, prior, recall, step_advantages, utility_delta,
 )
-from tasks.loops.arenaflow.menu import OPTION_IDS, harness_document, option_text
+from tasks.harness_loops.menu import OPTION_IDS, harness_document, option_text
 
 
 @dataclass(frozen=True)

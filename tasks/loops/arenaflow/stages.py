@@ -28,7 +28,7 @@ from tasks.loops.arenaflow import policy as pol
 from tasks.loops.arenaflow.credit import Skill
 from tasks.loops.arenaflow.llm import judge_for
 from tasks.loops.arenaflow.loop import ArenaSettings, GroupRecord, train_round
-from tasks.loops.arenaflow.menu import OPTION_IDS, OPTIONS
+from tasks.harness_loops.menu import OPTION_IDS, OPTIONS
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter

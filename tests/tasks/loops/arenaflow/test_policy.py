@@ -6,7 +6,7 @@ from suites.toolsim.harness import parse_harness
 from suites.toolsim.suite import ToolSim
 from tasks.loops.arenaflow import policy as pol
 from tasks.loops.arenaflow.loop import ArenaSettings, play_group
-from tasks.loops.arenaflow.menu import OPTIONS, harness_document
+from tasks.harness_loops.menu import OPTIONS, harness_document
 
 
 def test_menu_documents_parse_and_name_rules_by_option():

@@ -1,4 +1,5 @@
-"""The policy's action space on toolsim: a fixed menu of harness rules. Pure.
+"""A fixed menu of toolsim harness rules, the action space of the toolsim policies
+(arenaflow's softmax policy; mass's workers and its distilled policy). Pure.
 
 A trajectory is one toolsim episode under the harness its decisions build: per request,
 the policy decides for every menu option whether to switch its rule on (a two-way
@@ -43,7 +44,7 @@ OPTION_IDS: tuple[str, ...] = tuple(o.option_id for o in OPTIONS)
 def harness_document(choices: Sequence[int], options: Sequence[Option] = OPTIONS) -> dict[str, Any]:
     """The harness of one decision vector (1 = the option's rule is on), rules in menu order."""
     if len(choices) != len(options):
-        raise ValueError(f"arenaflow: {len(choices)} decisions for a menu of {len(options)} options")
+        raise ValueError(f"rule menu: {len(choices)} decisions for a menu of {len(options)} options")
     return {"version": 1, "skills": [],
             "rules": [{"id": o.option_id, **o.rule} for o, on in zip(options, choices) if on]}
 

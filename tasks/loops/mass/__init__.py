@@ -1,0 +1,1 @@
+"""mass: MASS (multi-agent self-supervision) on toolsim."""

@@ -1,0 +1,71 @@
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from schemas.configs import EvolveConfig
+from tasks.loops.mass.llm import LLMOptimizer, RuleOptimizer, feedback, parse_workflow
+from tasks.loops.mass.loop import Execution
+from tasks.loops.mass.workflow import Workflow
+from tasks.proposers.llm import load_prompt
+
+RUNS = [Execution("apply_coupon/000", "apply_coupon", True, 3, 0, ()),
+        Execution("apply_coupon/001", "apply_coupon", False, 5, 1, ())]
+
+
+def test_prompt_file_shows_the_workflow_the_feedback_and_the_constraints():
+    text = load_prompt("mass_optimizer.txt")
+    for field in ("$workers", "$fields", "$max_roles", "$workflow", "$feedback", '"workers"', '"returns"'):
+        assert field in text
+    assert feedback(RUNS) == "apply_coupon: 1/2, 4.0 calls"
+
+
+def test_answers_that_break_the_contract_or_constraints_are_refused():
+    ok = parse_workflow('{"workers": ["pager"], "returns": ["order_pages"], "reason": "x"}', 4)
+    assert ok == Workflow(("pager",), ("order_pages",))
+    for text in ("no json", '{"workers": ["oracle"], "returns": []}', '{"workers": [], "returns": ["x"]}',
+                 '{"workers": ["pager", "retrier"], "returns": []}'):
+        assert parse_workflow(text, 1) is None
+
+
+def serve(answer: str):
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"])))["messages"][0]["content"])
+            out = json.dumps({"choices": [{"message": {"content": answer}, "finish_reason": "stop"}],
+                              "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}/v1", seen, server
+
+
+def test_llm_optimizer_edits_and_falls_back_to_the_operators(monkeypatch):
+    monkeypatch.setenv("RATCHET_LLM_MODEL", "m")
+    url, seen, server = serve('{"workers": ["retrier"], "returns": ["error_code"], "reason": "retry faults"}')
+    try:
+        monkeypatch.setenv("RATCHET_LLM_BASE_URL", url)
+        opt = LLMOptimizer(EvolveConfig(), seed=0, n=2, max_roles=4)
+        kids = opt(Workflow(), RUNS, 1)
+        assert kids == [("llm_edit", Workflow(("retrier",), ("error_code",)))] * 2
+        assert (opt.calls, opt.tokens, opt.unusable, opt.author) == (2, 30, 0, "m")
+        assert "apply_coupon: 1/2" in seen[0] and '"workers": []' in seen[0]
+    finally:
+        server.shutdown()
+    url, _, server = serve("a better workflow would retry")
+    try:
+        monkeypatch.setenv("RATCHET_LLM_BASE_URL", url)
+        opt = LLMOptimizer(EvolveConfig(), seed=0, n=2, max_roles=4)
+        assert opt(Workflow(), RUNS, 1) == RuleOptimizer(0, 2, 4)(Workflow(), RUNS, 1)
+        assert opt.unusable == 2
+    finally:
+        server.shutdown()
