@@ -27,6 +27,7 @@ from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
 from schemas.rsiagent import RSIAgentConfig
+from schemas.limbo import LimboConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -290,6 +291,15 @@ class RSIAgentRun(_HarnessRun):
     rsiagent: RSIAgentConfig = RSIAgentConfig()
 
 
+class LimboRun(_HarnessRun):
+    SPEC = LoopSpec(name="limbo", modifies="memory", family="harness", suites=("toolsim",),
+                    paper="LIMBO: learn online when reading past experience is worth the budget",
+                    budget_counts="stream requests (one controller choice each)", default_budget=500,
+                    starts_from_champion=False)
+    loop: Literal["limbo"] = "limbo"
+    limbo: LimboConfig = LimboConfig()
+
+
 class ArenaFlowRun(RunConfig):
     SPEC = LoopSpec(name="arenaflow", modifies="weights", family="training", suites=("toolsim",),
                     paper="ArenaFlow: one comparison trains the policy and curates reusable skills",
@@ -311,6 +321,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MoscoptRun,
     RSIAgentRun,
     ArenaFlowRun,
+    LimboRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.limbo import LimboArmRow, LimboMemoryRow, LimboStreamRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
@@ -75,6 +76,9 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
         TableSpec("af_skill_usage", AFSkillUsageRow, ("run_id", "traj_id", "skill_id")),
         TableSpec("af_skills", AFSkillRow, ("run_id", "skill_id", "round")),
+        TableSpec("limbo_arms", LimboArmRow, ("run_id", "id")),
+        TableSpec("limbo_stream", LimboStreamRow, ("run_id", "policy", "t")),
+        TableSpec("limbo_memory", LimboMemoryRow, ("run_id", "policy", "entry")),
     )
 }
 

@@ -39,6 +39,8 @@ LOOP_ARGS = {
     "rsiagent": [*TOOLSIM, "--set", "rsiagent.tasks_per_round=4", "--set", "rsiagent.params_per_template=1"],
     "skilllift": [*TOOLSIM, "--set", "skilllift.inner_iterations=3", "--set", "skilllift.top_k=2"],
     "moscopt": [*TOOLSIM, "--param", "version=2", "--set", "moscopt.k=2"],
+    "limbo": ["--budget", "6", "--param", "instances_per_template=5", "--set", "limbo.block=3",
+              "--set", "limbo.fixed_arms=[none-lean]", "--set", "limbo.resamples=100"],
     "arenaflow": [*TOOLSIM, "--set", "arenaflow.batch=4", "--set", "arenaflow.group_size=4"],
     "cover": ["--budget", "1", "--set", "cover.problems=2", "--set", "cover.programs=4", "--set", "cover.tests=6",
               "--set", "cover.pool_size=3", "--set", "cover.case_timeout_s=0.3"],

@@ -105,6 +105,9 @@ class Step:
     entry: Entry | None
     """The admitted entry (a success), else None."""
     mem_ver: str
+    memory: tuple[Entry, ...]
+    """The memory after this request's gate (``mem_ver`` is its content id)."""
+    evicted: tuple[str, ...]
     execution_id: str
 
 
@@ -120,7 +123,7 @@ def play(requests: Sequence[Request], arm: str | None, state: State, config: Lim
         chosen = arm_of(choice.arm if choice else arm)
         harness, tokens = context(chosen.mode, state.memory, template, config.retrieve_k)
         outcome = run_request(request.case, chosen, harness, tokens, random.Random(seed_for(seed, "repair", request.t)))
-        eid, entry = execution_id(request), None
+        eid, entry, evicted = execution_id(request), None, []
         if outcome.success:
             entry = make_entry(template, request.t, eid, outcome.harness, outcome.episode.steps)
             state.memory, evicted = admit(state.memory, entry, config.capacity)
@@ -130,9 +133,10 @@ def play(requests: Sequence[Request], arm: str | None, state: State, config: Lim
         state.recent = [*state.recent, (outcome.success, cost)][-config.window:]
         if state.controller is not None:
             state.controller.update(chosen.id, x, outcome.success, cost)
-        steps.append(Step(request, x, chosen.id, choice, outcome, entry, memory_id(state.memory), eid))
+        steps.append(Step(request, x, chosen.id, choice, outcome, entry, memory_id(state.memory), tuple(state.memory),
+                          tuple(e.entry for e in evicted), eid))
     return steps
 
 
-def steps_json(steps: Sequence[Step]) -> str:
-    return json.dumps([[s.request.t, s.arm, s.outcome.success, s.outcome.tokens] for s in steps])
+def state_bytes(state: State) -> bytes:
+    return json.dumps(state.as_json(), sort_keys=True).encode()
