@@ -87,3 +87,22 @@ def test_a_rerun_writes_nothing_new(run):
     before = counts(store)
     again = limbo(config=small_config(), store_uri=root, run_id="limbo-a")
     assert counts(open_store(root)) == before and again["controller"] == summary["controller"]
+
+
+def test_report_draws_the_frontier_of_every_policy(run, tmp_path):
+    from cli.report import report_series, write_report
+
+    store, root, _ = run
+    report = report_series(root, "limbo-a")
+    assert report["family"] == "limbo"
+    policies = {p["policy"]: p for p in report["series"].policies}
+    rows = store.read_rows("limbo_stream", "limbo-a")
+    for name, p in policies.items():
+        mine = [r for r in rows if r.policy == name]
+        assert p["accuracy"] == pytest.approx(sum(r.success for r in mine) / len(mine))
+        assert p["tokens"] == pytest.approx(sum(r.tokens for r in mine) / len(mine))
+    ctrl = {r.t: r.success for r in rows if r.policy == "controller"}
+    fixed = {r.t: r.success for r in rows if r.policy == "fixed:none-full"}
+    assert policies["fixed:none-full"]["delta"] == pytest.approx(sum(ctrl[t] - fixed[t] for t in ctrl) / 12)
+    assert sum(c["picks"] for c in report["series"].choices) == 12
+    assert write_report(root, "limbo-a", tmp_path / "limbo.png").stat().st_size > 0
