@@ -24,6 +24,8 @@ from schemas.ids import derived_id
 from schemas.limbo import LimboArmRow, LimboStreamRow
 from schemas.loops import LimboRun
 from schemas.rows import StepRow
+from tasks.loops.limbo.agent import rule_repair
+from tasks.loops.limbo.llm import llm_repairer
 from tasks.loops.limbo.memory import ARMS, memory_bytes
 from tasks.loops.limbo.stream import Request, Step, initial_state, play, policy_name, state_bytes, state_of, stream
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -88,7 +90,8 @@ def play_block(ref: RunRef, arm: str | None, block: int, state_id: str | None) -
         initial_state(config.limbo, arm)
     size = config.limbo.block
     steps = play(requests_of(ref)[block * size:(block + 1) * size], arm, state, config.limbo, config.seed,
-                 execution_id=lambda r: execution_id(ref, arm, r.t))
+                 execution_id=lambda r: execution_id(ref, arm, r.t),
+                 repairer=llm_repairer(config.evolve) if config.proposer == "llm" else rule_repair)
     key = block_key(arm, block)
     if arm is None:
         for step in steps:

@@ -24,7 +24,7 @@ from schemas.ids import seed_for
 from schemas.limbo import LimboConfig
 from suites.base import Case
 from suites.toolsim.suite import reseeded
-from tasks.loops.limbo.agent import Outcome, run_request
+from tasks.loops.limbo.agent import Outcome, Repairer, rule_repair, run_request
 from tasks.loops.limbo.controller import Choice, Controller, Head, features
 from tasks.loops.limbo.memory import ARMS, Entry, admit, arm_of, context, entry_of, make_entry, memory_id
 
@@ -112,7 +112,7 @@ class Step:
 
 
 def play(requests: Sequence[Request], arm: str | None, state: State, config: LimboConfig, seed: int,
-         execution_id=lambda request: f"{request.task_id}") -> list[Step]:
+         execution_id=lambda request: f"{request.task_id}", repairer: Repairer = rule_repair) -> list[Step]:
     """One policy (``arm`` None: the controller) over ``requests``; ``state`` is updated."""
     steps = []
     for request in requests:
@@ -122,7 +122,8 @@ def play(requests: Sequence[Request], arm: str | None, state: State, config: Lim
         choice = state.controller.choose(x) if state.controller is not None else None
         chosen = arm_of(choice.arm if choice else arm)
         harness, tokens = context(chosen.mode, state.memory, template, config.retrieve_k)
-        outcome = run_request(request.case, chosen, harness, tokens, random.Random(seed_for(seed, "repair", request.t)))
+        outcome = run_request(request.case, chosen, harness, tokens, random.Random(seed_for(seed, "repair", request.t)),
+                              repairer)
         eid, entry, evicted = execution_id(request), None, []
         if outcome.success:
             entry = make_entry(template, request.t, eid, outcome.harness, outcome.episode.steps)

@@ -56,3 +56,33 @@ def test_the_controller_runs_one_arm_per_request_and_resumes_from_its_state(requ
     assert [(s.arm, s.outcome.tokens, s.mem_ver) for s in first + rest] == \
         [(s.arm, s.outcome.tokens, s.mem_ver) for s in whole]
     assert sum(h.pulls for h in state_of(state.as_json(), CONFIG).controller.heads.values()) == 10
+
+
+def test_a_repair_spends_a_turn_and_its_generation_tokens(requests):
+    import random
+
+    from tasks.loops.limbo.agent import attempt_tokens
+
+    failed = next(r for r in requests
+                  if not run_request(r.case, arm_of("none-full"), SEED, 0, random.Random(0), lambda *a: None).success)
+    seen = []
+
+    def nothing(trace, harness, rng):
+        seen.append((trace.case_id, dict(harness)))
+        return None
+
+    out = run_request(failed.case, arm_of("none-full"), SEED, 7, random.Random(0), nothing)
+    assert seen == [(failed.case.case_id, SEED)] and out.turns_used == 1 and not out.success
+    assert out.tokens == attempt_tokens(out.episode, 7) + arm_of("none-full").gen_len
+
+
+def test_the_llm_repair_brief_is_the_prompt_file_filled_in(requests):
+    from suites.toolsim.episode import run_episode
+    from suites.toolsim.harness import load_harness
+    from tasks.loops.limbo.llm import repair_brief
+    from tasks.proposers.rule_evidence import trace_of
+
+    case = requests[0].case
+    text = repair_brief(trace_of(case.case_id, case.payload, run_episode(case.payload, load_harness(SEED))))
+    assert text.startswith("You are a budgeted toolsim customer-service agent")
+    assert f"Template: {case.payload['template']}" in text and "{" not in text.split("Trajectory")[0][-40:]
