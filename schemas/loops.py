@@ -33,6 +33,7 @@ from schemas.rsi_anything import RSIAnythingConfig
 from schemas.mace import MaceConfig
 from schemas.rsiagent import RSIAgentConfig
 from schemas.forge import ForgeConfig
+from schemas.limbo import LimboConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -315,6 +316,15 @@ class ForgeRun(_HarnessRun):
     forge: ForgeConfig = ForgeConfig()
 
 
+class LimboRun(_HarnessRun):
+    SPEC = LoopSpec(name="limbo", modifies="memory", family="harness", suites=("toolsim",),
+                    paper="LIMBO: learn online when reading past experience is worth the budget",
+                    budget_counts="stream requests (one controller choice each)", default_budget=500,
+                    starts_from_champion=False)
+    loop: Literal["limbo"] = "limbo"
+    limbo: LimboConfig = LimboConfig()
+
+
 class ArenaFlowRun(RunConfig):
     SPEC = LoopSpec(name="arenaflow", modifies="weights", family="training", suites=("toolsim",),
                     paper="ArenaFlow: one comparison trains the policy and curates reusable skills",
@@ -380,6 +390,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     ForgeRun,
     ModularRSIRun,
     MassRun,
+    LimboRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceRunRow, MaceUnitRow
 from schemas.forge import FGCostRow, FGFailureModeRow, FGPromptRow, FGStagnationRow, FGSynthRow, FGTrajRow
+from schemas.limbo import LimboArmRow, LimboMemoryRow, LimboStreamRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.mass import MassEvalRow, MassExecutionRow, MassPairwiseRow, MassSFTExampleRow, MassWorkflowRow
@@ -112,6 +113,9 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("mass_pairwise", MassPairwiseRow, ("run_id", "exec_a", "exec_b")),
         TableSpec("mass_sft_examples", MassSFTExampleRow, ("run_id", "ex_id")),
         TableSpec("mass_evals", MassEvalRow, ("run_id", "model_gen", "bench", "task_id", "trial")),
+        TableSpec("limbo_arms", LimboArmRow, ("run_id", "id")),
+        TableSpec("limbo_stream", LimboStreamRow, ("run_id", "policy", "t")),
+        TableSpec("limbo_memory", LimboMemoryRow, ("run_id", "policy", "entry")),
     )
 }
 

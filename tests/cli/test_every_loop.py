@@ -40,6 +40,8 @@ LOOP_ARGS = {
     "forge": [*TOOLSIM, "--set", "forge.batch_size=4", "--set", "forge.patience=1"],
     "skilllift": [*TOOLSIM, "--set", "skilllift.inner_iterations=3", "--set", "skilllift.top_k=2"],
     "moscopt": [*TOOLSIM, "--param", "version=2", "--set", "moscopt.k=2"],
+    "limbo": ["--budget", "6", "--param", "instances_per_template=5", "--set", "limbo.block=3",
+              "--set", "limbo.fixed_arms=[none-lean]", "--set", "limbo.resamples=100"],
     "arenaflow": [*TOOLSIM, "--set", "arenaflow.batch=4", "--set", "arenaflow.group_size=4"],
     "mace": [*TOOLSIM, "--set", "mace.batch=4"],
     "modular_rsi": [*TOOLSIM, "--set", "modular_rsi.pool_templates=2", "--set", "modular_rsi.batch=4"],

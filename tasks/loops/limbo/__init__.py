@@ -1,0 +1,1 @@
+"""LIMBO on toolsim: learn online when reading past experience is worth the budget."""
