@@ -27,6 +27,7 @@ from schemas.moscopt import MoscoptConfig
 from schemas.skilllift import SkillLiftConfig
 from schemas.rsi_anything import RSIAnythingConfig
 from schemas.rsiagent import RSIAgentConfig
+from schemas.rpmem import RPMemConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -300,6 +301,14 @@ class ArenaFlowRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM is the judge)."""
 
 
+class RPMemRun(RunConfig):
+    SPEC = LoopSpec(name="rpmem", modifies="memory", family="training", suites=("arith",),
+                    paper="RPMem: Learning Long-Term Recurrent Parametric Memory Across Sessions for LLM Agents",
+                    budget_counts="training rounds (stage 1 + stage 2, then the gate)", default_budget=2)
+    loop: Literal["rpmem"] = "rpmem"
+    rpmem: RPMemConfig = RPMemConfig()
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -311,6 +320,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     MoscoptRun,
     RSIAgentRun,
     ArenaFlowRun,
+    RPMemRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

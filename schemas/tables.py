@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.rpmem import RPMGateStatRow, RPMQARow, RPMSessionRow, RPMSwapRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.arenaflow import AFKeyStepRow, AFMatchRow, AFSkillRow, AFSkillUsageRow, AFTrajectoryRow
 from schemas.graphskillevo import GSEPopulationRow, GSESkillRow, GSETestRow, GSETrainRunRow, GSEValScoreRow
@@ -70,6 +71,10 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("rsa_runs", RSARunRow, ("run_id", "id")),
         TableSpec("rsa_memory", RSAMemoryRow, ("run_id", "ver", "entry_id")),
         TableSpec("rsa_test_runs", RSATestRunRow, ("run_id", "task_id", "arm")),
+        TableSpec("rpm_sessions", RPMSessionRow, ("run_id", "candidate_id", "user", "idx")),
+        TableSpec("rpm_gate_stats", RPMGateStatRow, ("run_id", "candidate_id", "user", "idx")),
+        TableSpec("rpm_qa", RPMQARow, ("run_id", "candidate_id", "base", "user", "n_sessions", "key")),
+        TableSpec("rpm_swap", RPMSwapRow, ("run_id", "base", "decoder_init", "setting")),
         TableSpec("af_trajectories", AFTrajectoryRow, ("run_id", "traj_id")),
         TableSpec("af_matches", AFMatchRow, ("run_id", "match_id")),
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),
