@@ -16,6 +16,7 @@ persists across a user's sessions; answers use the LoRA decoded from it.
               latent; the gate reads the old memory and the latent and sets
               per-coordinate keep / write -> new memory of the same size; answer
               every key with the LoRA decoded from it
+    register: freeze S (stable, champion) with its holdout recall
     swap:     on the other base, keep compiler + gate and train only a new decoder,
               against a system trained from scratch for the same steps
 """
@@ -26,7 +27,7 @@ from prefect import flow
 from prefect.transactions import transaction
 
 from schemas.loops import RPMemRun
-from tasks.loops.rpmem.gate import gate_memory, register_memory, write_memory
+from tasks.loops.rpmem.gate import freeze_memory, gate_memory, register_memory, write_memory
 from tasks.loops.rpmem.stages import init_memory, publish_users, train_compiler, train_gate
 from tasks.loops.rpmem.swap import rpmem_summary, swap_base
 from tasks.runtime.lifecycle import flow_run_name, recorded_run, run_id_of_flow_run, start_run
@@ -54,6 +55,8 @@ def rpmem(config: RPMemRun, store_uri: str | None = None, run_id: str | None = N
                 system = gate_memory(ref, round_index, candidate, system)
                 register_memory(ref, round_index)
         holdout = write_memory(ref, system)
+        with transaction():
+            freeze_memory(ref, system, holdout)
         swap = swap_base(ref, system)
         summary = rpmem_summary(ref, system, holdout, swap)
     return summary

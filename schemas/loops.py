@@ -308,6 +308,11 @@ class RPMemRun(RunConfig):
     loop: Literal["rpmem"] = "rpmem"
     rpmem: RPMemConfig = RPMemConfig()
 
+    def arith_categories(self) -> tuple[str, ...]:
+        """rpmem's cases are its own seeded users (published by its sample stage); the
+        arith suite it names is checked on one category, for its tokenizer."""
+        return ("add",)
+
 
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,

@@ -50,8 +50,10 @@ def test_systems_are_content_candidates_gated_on_select_users_only(run):
         assert d.delta == pytest.approx((sum(evidence["candidate"]) - sum(evidence["baseline"])) / d.n_cases)
         assert d.decision == ("accept" if d.delta > 0 else "reject")
     accepted = [d.candidate_id for d in decisions if d.decision == "accept"]
-    registered = [r.candidate_id for r in store.read_rows("registry") if r.alias == "champion"]
-    assert registered == accepted
+    registry = store.read_rows("registry")
+    assert [r.candidate_id for r in registry if r.stage == "experimental"] == accepted
+    (final,) = [r for r in registry if r.stage == "stable"]
+    assert final.candidate_id == summary["candidate_id"] and final.holdout_score == summary["holdout_score"]
     assert summary["candidate_id"] == (accepted[-1] if accepted else candidates[0].candidate_id)
     assert {c.split for c in store.read_rows("cases")} == {"select", "holdout"}
 

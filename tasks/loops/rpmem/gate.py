@@ -142,3 +142,19 @@ def write_memory(ref: RunRef, candidate_id: str) -> float:
     rows = store.read_part("rpm_qa", ref.run_id, "memory", key)
     last = max(r.n_sessions for r in rows)
     return fmean(r.correct for r in rows if r.n_sessions == last)
+
+
+@task(name="register-final", **STAGE_OPTIONS)
+def freeze_memory(ref: RunRef, candidate_id: str, holdout: float) -> str:
+    """register: the memory system in force at the end is frozen (stable, champion) with its
+    select recall and its holdout recall after the last session, measured only here."""
+    name = registry_name(config_of(ref))
+
+    def rows() -> list[RegistryRow]:
+        version = 1 + max((r.version for r in store_for(ref.store_uri).read_rows("registry") if r.name == name),
+                          default=0)
+        select = fmean(user_recall(ref, candidate_id)[0].values())
+        return [RegistryRow(run_id=ref.run_id, name=name, version=version, candidate_id=candidate_id, stage="stable",
+                            alias=CHAMPION, decision_id=derived_id(ref.run_id, candidate_id, GATE, "final"),
+                            select_score=select, holdout_score=holdout, event_at=datetime.now(timezone.utc))]
+    return once(ref, "registry", "register", "final", rows)[0].candidate_id
