@@ -45,6 +45,7 @@ OWN_PICTURES: dict[str, tuple[str, str]] = {
     "arenaflow": ("arenaflow", "success"),
     "rsiagent": ("rsiagent", "target success"),
     "moscopt": ("moscopt", "validation success"),
+    "rpmem": ("rpmem", "holdout recall"),
 }
 """Loops drawn by a module of their own: loop -> (picture, metric). Picture ``X`` is
 ``cli/report_X.py`` with ``X_build(con, run_id) -> (series, why empty)``,

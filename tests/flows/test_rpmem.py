@@ -84,3 +84,18 @@ def test_a_rerun_writes_nothing(run, prefect_server):
     before = counts(store)
     again = rpmem(config=small_config(), store_uri=root, run_id="rpm-a")
     assert again == summary and counts(store) == before
+
+
+def test_the_report_draws_what_the_qa_and_swap_tables_say(run, tmp_path):
+    from cli.report import report_series, write_report
+
+    store, root, summary = run
+    series = report_series(root, "rpm-a")["series"]
+    assert [c["n"] for c in series.curve] == [1, 2, 3] and all(c["users"] == 5 for c in series.curve)
+    by_n = {int(k): v for k, v in summary["holdout_recall_by_sessions"].items()}
+    assert [c["recall"] for c in series.curve] == pytest.approx([by_n[1], by_n[2], by_n[3]])
+    assert all(c["ci"][0] <= c["recall"] <= c["ci"][1] for c in series.curve)
+    assert {(s["decoder_init"], s["setting"]) for s in series.swap} == {
+        (a, n) for a in ("reuse", "scratch") for n in ("n=1", "n=3")}
+    path = write_report(root, "rpm-a", tmp_path / "rpmem.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
