@@ -52,6 +52,7 @@ OWN_PICTURES: dict[str, tuple[str, str]] = {
     "modular_rsi": ("modular_rsi", "benchmark success"),
     "mass": ("mass", "holdout success"),
     "limbo": ("limbo", "stream accuracy"),
+    "rpmem": ("rpmem", "holdout recall"),
 }
 """Loops drawn by a module of their own: loop -> (picture, metric). Picture ``X`` is
 ``cli/report_X.py`` with ``X_build(con, run_id) -> (series, why empty)``,

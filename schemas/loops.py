@@ -34,6 +34,7 @@ from schemas.mace import MaceConfig
 from schemas.rsiagent import RSIAgentConfig
 from schemas.forge import ForgeConfig
 from schemas.limbo import LimboConfig
+from schemas.rpmem import RPMemConfig
 from schemas.protocols import BetterTurnsConfig, DataSenseConfig, HarnessOrModelConfig, TraceConfig
 from schemas.search_loops import CodeMidasConfig, DreamRSIConfig, EvoAllocConfig, ResearchWorldModelsConfig
 
@@ -373,6 +374,19 @@ class MassRun(RunConfig):
     """The chat endpoint's parameters when `proposer='llm'` (the LLM is the workflow optimizer)."""
 
 
+class RPMemRun(RunConfig):
+    SPEC = LoopSpec(name="rpmem", modifies="memory", family="training", suites=("arith",),
+                    paper="RPMem: Learning Long-Term Recurrent Parametric Memory Across Sessions for LLM Agents",
+                    budget_counts="training rounds (stage 1 + stage 2, then the gate)", default_budget=2)
+    loop: Literal["rpmem"] = "rpmem"
+    rpmem: RPMemConfig = RPMemConfig()
+
+    def arith_categories(self) -> tuple[str, ...]:
+        """rpmem's cases are its own seeded users (published by its sample stage); the
+        arith suite it names is checked on one category, for its tokenizer."""
+        return ("add",)
+
+
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
@@ -391,6 +405,7 @@ LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     ModularRSIRun,
     MassRun,
     LimboRun,
+    RPMemRun,
 )
 """Every loop, in the order `ratchet loops` lists them."""
 

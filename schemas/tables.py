@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceRunRow, MaceUnitRow
 from schemas.forge import FGCostRow, FGFailureModeRow, FGPromptRow, FGStagnationRow, FGSynthRow, FGTrajRow
 from schemas.limbo import LimboArmRow, LimboMemoryRow, LimboStreamRow
+from schemas.rpmem import RPMGateStatRow, RPMQARow, RPMSessionRow, RPMSwapRow
 from schemas.rsiagent import RSAMemoryRow, RSAPracticeRow, RSARunRow, RSATestRunRow
 from schemas.prior_or_feedback import PofConfigSpaceRow, PofFinalTestRow, PofReplayRow, PofRunRow, PofTrialRow
 from schemas.mass import MassEvalRow, MassExecutionRow, MassPairwiseRow, MassSFTExampleRow, MassWorkflowRow
@@ -84,6 +85,10 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("fg_synth", FGSynthRow, ("run_id", "inst_id")),
         TableSpec("fg_stagnation", FGStagnationRow, ("run_id", "step")),
         TableSpec("fg_cost", FGCostRow, ("run_id", "step")),
+        TableSpec("rpm_sessions", RPMSessionRow, ("run_id", "candidate_id", "user", "idx")),
+        TableSpec("rpm_gate_stats", RPMGateStatRow, ("run_id", "candidate_id", "user", "idx")),
+        TableSpec("rpm_qa", RPMQARow, ("run_id", "candidate_id", "base", "user", "n_sessions", "key")),
+        TableSpec("rpm_swap", RPMSwapRow, ("run_id", "base", "decoder_init", "setting")),
         TableSpec("af_trajectories", AFTrajectoryRow, ("run_id", "traj_id")),
         TableSpec("af_matches", AFMatchRow, ("run_id", "match_id")),
         TableSpec("af_key_steps", AFKeyStepRow, ("run_id", "traj_id", "step_idx")),

@@ -1,0 +1,1 @@
+"""RPMem: recurrent parametric memory across sessions (one paper's code)."""
