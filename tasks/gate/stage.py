@@ -3,6 +3,7 @@ record every decision with its evidence. Runs inside one transaction with regist
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Sequence
 
 from prefect import task
@@ -36,6 +37,17 @@ def current_champion(registry: Sequence[RegistryRow], name: str) -> RegistryRow 
 
 def _versions(scores: Sequence[ScoreRow], candidate_id: str, metric: str) -> set[str]:
     return {s.scorer_version for s in scores if s.candidate_id == candidate_id and s.split == "select" and s.metric == metric}
+
+
+def champion_row(ref: RunRef, name: str, candidate_id: str, stage: str, decision_id: str,
+                 select_score: float | None, holdout_score: float | None = None) -> RegistryRow:
+    """``candidate_id`` as the champion of registry ``name`` at ``stage``: the version after
+    every stored one of that name, from any run, so the alias history continues across runs."""
+    registry = store_for(ref.store_uri).read_rows("registry")
+    version = 1 + max((r.version for r in registry if r.name == name), default=0)
+    return RegistryRow(run_id=ref.run_id, name=name, version=version, candidate_id=candidate_id, stage=stage,
+                       alias=CHAMPION, decision_id=decision_id, select_score=select_score,
+                       holdout_score=holdout_score, event_at=datetime.now(timezone.utc))
 
 
 def decide_round(

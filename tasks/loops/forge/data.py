@@ -24,7 +24,7 @@ from schemas.rows import GateDecisionRow
 from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.loops.forge.gate import GATE as PROMPT_GATE
-from tasks.loops.forge.gate import registry_row
+from tasks.gate.stage import champion_row
 from tasks.loops.forge.modes import memory_of, ranked
 from tasks.loops.forge.prompt import stagnation
 from tasks.loops.forge.stages import (DATA_NAME, config_of, data_bytes, harness_of, publish, step_key, synthetic_of,
@@ -134,4 +134,4 @@ def register_data(ref: RunRef, step: int) -> int:
         return 0
     accepted = [d for d in store.read_part("gate_decisions", ref.run_id, "data_gate", key) if d.decision == "accept"]
     return len(once(ref, "registry", "register_data", key, lambda: [
-        registry_row(ref, DATA_NAME, d.candidate_id, "experimental", d.decision_id, None) for d in accepted]))
+        champion_row(ref, DATA_NAME, d.candidate_id, "experimental", d.decision_id, None) for d in accepted]))

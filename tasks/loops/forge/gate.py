@@ -16,7 +16,6 @@ here and never used for a decision."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 
 from prefect import task
 
@@ -25,13 +24,14 @@ from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.stage import champion_row
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.forge.prompt import mean, prompt_gate
 from tasks.loops.forge.stages import HELDOUT, VALIDATION, config_of, harness_of, scores_on, split_payloads, step_key
 from tasks.runtime.context import RunRef, anchored_scorer_version, store_for, tracker_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
-from tasks.runtime.start import CHAMPION, registry_name
+from tasks.runtime.start import registry_name
 
 GATE = "forge_prompt"
 
@@ -117,15 +117,6 @@ def gate_prompt(ref: RunRef, step: int, candidate: str, current: str) -> str:
 gate_prompt.on_rollback(undo_decision_part)
 
 
-def registry_row(ref: RunRef, name: str, candidate: str, stage: str, decision_id: str, score: float | None,
-                 holdout: float | None = None) -> RegistryRow:
-    registry = store_for(ref.store_uri).read_rows("registry")
-    version = 1 + max((r.version for r in registry if r.name == name), default=0)
-    return RegistryRow(run_id=ref.run_id, name=name, version=version, candidate_id=candidate, stage=stage,
-                       alias=CHAMPION, decision_id=decision_id, select_score=score, holdout_score=holdout,
-                       event_at=datetime.now(timezone.utc))
-
-
 @task(name="register", **STAGE_OPTIONS)
 def register_prompt(ref: RunRef, step: int) -> int:
     """register: an accepted prompt as the champion of ``toolsim/forge``."""
@@ -133,7 +124,7 @@ def register_prompt(ref: RunRef, step: int) -> int:
     accepted = [d for d in store_for(ref.store_uri).read_part("gate_decisions", ref.run_id, "gate", key)
                 if d.decision == "accept"]
     return len(once(ref, "registry", "register", key, lambda: [
-        registry_row(ref, name, d.candidate_id, "experimental", d.decision_id, d.select_score) for d in accepted]))
+        champion_row(ref, name, d.candidate_id, "experimental", d.decision_id, d.select_score) for d in accepted]))
 
 
 @task(name="finish", **STAGE_OPTIONS)
@@ -148,7 +139,7 @@ def finish(ref: RunRef, prompt_id: str) -> str:
     def rows() -> list[RegistryRow]:
         val = scores_on(ref, prompt_id, split_payloads(ref, VALIDATION))
         held = scores_on(ref, prompt_id, split_payloads(ref, HELDOUT))
-        return [registry_row(ref, registry_name(config_of(ref)), prompt_id, "stable", decision_id,
+        return [champion_row(ref, registry_name(config_of(ref)), prompt_id, "stable", decision_id,
                              mean(list(val.values())), mean(list(held.values())))]
 
     once(ref, "registry", "finish", "prompt", rows)

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timezone
 
 from prefect import task
 
 from schemas.ids import derived_id, seed_for
 from schemas.limbo import LimboMemoryRow
-from schemas.rows import CandidateRow, GateDecisionRow, RegistryRow
+from schemas.rows import CandidateRow, GateDecisionRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.stage import champion_row
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.limbo.agent import run_request
 from tasks.loops.limbo.memory import Entry, arm_of, context, memory_bytes, memory_id, memory_of
@@ -37,7 +37,6 @@ from tasks.loops.limbo.stream import policy_name, state_of
 from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
-from tasks.runtime.start import CHAMPION
 
 GATE = "limbo_admission"
 MEMORY_NAME = "toolsim/limbo"
@@ -94,15 +93,6 @@ def gate_block(ref: RunRef, block: int, before: str) -> str:
 gate_block.on_rollback(undo_decision_part)
 
 
-def _registry_row(ref: RunRef, candidate: str, stage: str, decision_id: str, score: float | None,
-                  holdout: float | None = None) -> RegistryRow:
-    registry = store_for(ref.store_uri).read_rows("registry")
-    version = 1 + max((r.version for r in registry if r.name == MEMORY_NAME), default=0)
-    return RegistryRow(run_id=ref.run_id, name=MEMORY_NAME, version=version, candidate_id=candidate, stage=stage,
-                       alias=CHAMPION, decision_id=decision_id, select_score=score, holdout_score=holdout,
-                       event_at=datetime.now(timezone.utc))
-
-
 def stream_success(ref: RunRef, policy: str) -> float:
     rows = store_for(ref.store_uri).read_rows("limbo_stream", ref.run_id)
     mine = [r.success for r in rows if r.policy == policy]
@@ -116,7 +106,7 @@ def register_block(ref: RunRef, block: int) -> int:
     accepted = [d for d in store_for(ref.store_uri).read_part("gate_decisions", ref.run_id, "gate", key)
                 if d.decision == "accept"]
     return len(once(ref, "registry", "register", key, lambda: [
-        _registry_row(ref, d.candidate_id, "experimental", d.decision_id, stream_success(ref, "controller"))
+        champion_row(ref, MEMORY_NAME, d.candidate_id, "experimental", d.decision_id, stream_success(ref, "controller"))
         for d in accepted[-1:]]))
 
 
@@ -145,8 +135,8 @@ def finish_stream(ref: RunRef, states: dict[str, str]) -> str:
     accepted = [d for d in store.read_rows("gate_decisions", ref.run_id) if d.candidate_id == mem_id]
     decision_id = accepted[0].decision_id if accepted else derived_id(ref.run_id, mem_id, "freeze")
     store.put_blob(memory_bytes(final.memory))
-    once(ref, "registry", "freeze", "memory", lambda: [_registry_row(
-        ref, mem_id, "stable", decision_id, stream_success(ref, "controller"), holdout_success(ref, mem_id))])
+    once(ref, "registry", "freeze", "memory", lambda: [champion_row(
+        ref, MEMORY_NAME, mem_id, "stable", decision_id, stream_success(ref, "controller"), holdout_success(ref, mem_id))])
     return mem_id
 
 

@@ -16,7 +16,6 @@ memory update. Gate and register run in one transaction (``undo_decision_part``)
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 
 from prefect import task
 
@@ -25,6 +24,7 @@ from schemas.rows import GateDecisionRow, RegistryRow
 from schemas.rsiagent import RSATestRunRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.stage import champion_row
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.rsiagent.memory import harness_of, memory_bytes
 from tasks.loops.rsiagent.practice import execute, verify
@@ -32,7 +32,6 @@ from tasks.loops.rsiagent.stages import MEMORY_NAME, config_of, memory_of, round
 from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for, tracker_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
-from tasks.runtime.start import CHAMPION
 
 GATE = "rsiagent_memory"
 GATE_SPLIT = "select"
@@ -101,15 +100,6 @@ def gate_memory(ref: RunRef, round_index: int, candidate: str, current: str) -> 
 gate_memory.on_rollback(undo_decision_part)
 
 
-def _registry_row(ref: RunRef, candidate: str, stage: str, decision_id: str, score: float | None,
-                  holdout: float | None = None) -> RegistryRow:
-    registry = store_for(ref.store_uri).read_rows("registry")
-    version = 1 + max((r.version for r in registry if r.name == MEMORY_NAME), default=0)
-    return RegistryRow(run_id=ref.run_id, name=MEMORY_NAME, version=version, candidate_id=candidate, stage=stage,
-                       alias=CHAMPION, decision_id=decision_id, select_score=score, holdout_score=holdout,
-                       event_at=datetime.now(timezone.utc))
-
-
 @task(name="register", **STAGE_OPTIONS)
 def register_memory(ref: RunRef, round_index: int) -> int:
     """register: an admitted version as the champion (the current memory alias)."""
@@ -117,7 +107,7 @@ def register_memory(ref: RunRef, round_index: int) -> int:
     accepted = [d for d in store_for(ref.store_uri).read_part("gate_decisions", ref.run_id, "gate", key)
                 if d.decision == "accept"]
     return len(once(ref, "registry", "register", key, lambda: [
-        _registry_row(ref, d.candidate_id, "experimental", d.decision_id, d.select_score) for d in accepted]))
+        champion_row(ref, MEMORY_NAME, d.candidate_id, "experimental", d.decision_id, d.select_score) for d in accepted]))
 
 
 @task(name="freeze", **STAGE_OPTIONS)
@@ -129,7 +119,7 @@ def freeze_memory(ref: RunRef, mem_id: str) -> str:
     decision_id = decisions[0].decision_id if decisions else derived_id(ref.run_id, mem_id, "freeze")
     def rows() -> list[RegistryRow]:
         select, holdout = split_success(ref, mem_id), split_success(ref, mem_id, HOLDOUT_SPLIT)
-        return [_registry_row(ref, mem_id, "stable", decision_id, sum(select.values()) / max(len(select), 1),
+        return [champion_row(ref, MEMORY_NAME, mem_id, "stable", decision_id, sum(select.values()) / max(len(select), 1),
                               sum(holdout.values()) / max(len(holdout), 1))]
 
     once(ref, "registry", "freeze", "memory", rows)
