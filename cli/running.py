@@ -15,7 +15,7 @@ from cli.errors import DEBUG, Interrupted, RunFailed, UsageError
 from schemas.configs import RunConfig, SandboxConfig
 from schemas.loops import LOOP_SPECS, check_suite, config_class, loop_spec
 from suites.data import ReferenceDataError
-from tasks.runtime.lifecycle import new_run_id
+from tasks.runtime.lifecycle import interrupted, new_run_id
 from tasks.runtime.progress import set_reporter
 
 
@@ -168,6 +168,8 @@ def execute_run(console: Console, store_uri: str, config: RunConfig, run_id: str
         except KeyboardInterrupt:
             raise Interrupted(_interrupted(store_uri, run_id)) from None
         except Exception as exc:
+            if interrupted(exc):
+                raise Interrupted(_interrupted(store_uri, run_id)) from None
             raise RunFailed(f"run {run_id} failed: {type(exc).__name__}: {exc}\n  see `ratchet show {run_id}`; "
                             f"once the cause is fixed, `ratchet resume {run_id}` continues it") from exc
         finally:

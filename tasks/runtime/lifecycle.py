@@ -129,6 +129,19 @@ def with_caps(config_json: str, config: RunConfig) -> str:
     return json.dumps(stored, sort_keys=True)
 
 
+def interrupted(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C or was raised while unwinding from it (Prefect's engine
+    can turn a KeyboardInterrupt that lands inside a task run into its own error, e.g.
+    "Task run is not set", with the KeyboardInterrupt as its context)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 @contextmanager
 def recorded_failure(ref: RunRef) -> Iterator[RunRef]:
     """Record a failure inside the block as the run's `failed` event (with its error)
@@ -137,9 +150,11 @@ def recorded_failure(ref: RunRef) -> Iterator[RunRef]:
     try:
         yield ref
     except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
+        if interrupted(exc):
             record_failed(ref, "interrupted (Ctrl-C or SIGINT)", exc)
-            raise
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise KeyboardInterrupt from exc  # the engine's error while it unwound from Ctrl-C
         failure = with_stage(ref.run_id, exc)
         record_failed(ref, failure_reason(failure), failure)
         if failure is exc:
