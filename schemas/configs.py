@@ -11,7 +11,7 @@ from schemas.frozen import Config
 
 __all__ = ["ArtifactKind", "EvolveConfig", "LoopSpec", "RunConfig", "SandboxConfig"]
 
-ProposerKind = Literal["mutate", "llm", "optuna"]
+ProposerKind = Literal["mutate", "grammar", "llm", "optuna"]
 ArtifactKind = Literal["program", "rules", "skills", "prompt", "config", "weights", "scheduler", "memory"]
 Family = Literal["search", "harness", "training", "protocol"]
 """``protocol``: a measurement protocol; nothing is proposed or admitted, fixed arms are compared."""

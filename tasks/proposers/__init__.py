@@ -16,12 +16,14 @@ from tasks.proposers.base import (
     TransientProposerError,
 )
 from tasks.proposers.diff import DiffError
+from tasks.proposers.grammar_proposer import GrammarProposer
 from tasks.proposers.llm import LLMProposer
 from tasks.proposers.mutate import MutationProposer
 
 __all__ = [
     "DiffError",
     "FailureMemoryItem",
+    "GrammarProposer",
     "LLMProposer",
     "MutationProposer",
     "NoMutableSites",
@@ -35,7 +37,7 @@ __all__ = [
     "make_proposer",
 ]
 
-PROPOSER_KINDS = ("mutate", "llm")
+PROPOSER_KINDS = ("mutate", "grammar", "llm")
 
 
 def make_proposer(kind: str, config: EvolveConfig, *, task_description: str = "", entrypoint: str = "") -> Proposer:
@@ -44,6 +46,8 @@ def make_proposer(kind: str, config: EvolveConfig, *, task_description: str = ""
     returned even when unconfigured: ask ``available()`` before a run starts."""
     if kind == "mutate":
         return MutationProposer(config)
+    if kind == "grammar":
+        return GrammarProposer(config)
     if kind == "llm":
         return LLMProposer(config, task_description=task_description, entrypoint=entrypoint)
     hint = " (optuna proposes configs, not programs)" if kind == "optuna" else ""

@@ -17,9 +17,9 @@ def test_make_proposer_builds_each_kind():
     [
         (
             "optuna",
-            r"unknown proposer kind 'optuna' \(optuna proposes configs, not programs\); choose one of: mutate, llm",
+            r"unknown proposer kind 'optuna' \(optuna proposes configs, not programs\); choose one of: mutate, grammar, llm",
         ),
-        ("gpt", r"unknown proposer kind 'gpt'; choose one of: mutate, llm"),
+        ("gpt", r"unknown proposer kind 'gpt'; choose one of: mutate, grammar, llm"),
     ],
 )
 def test_unknown_kinds_are_named(kind, message):

@@ -1,0 +1,165 @@
+"""Search quality at equal evaluations (issue 14, "Program search that finds something"):
+the `grammar` proposer with Optuna TPE on the constants of its best structure against the
+`mutate` proposer, both from bin_packing's seed (best fit), paired over seeds.
+
+One evaluation = one candidate packed on the search instances (the first
+``search_per_dataset`` train instances of each OR dataset, 1 of Weibull 5k: its 5,000
+items cost as much as 6 of each OR file; with 2 of each, first fit beat best fit on the
+search instances and every search overfitted to it) in the sandbox
+(``SubprocessExecutor``); a TPE trial is one evaluation too. Each method keeps a
+population of its ``POPULATION`` best programs and draws parents by tournament of 2
+(two parents with probability ``crossover_rate``). The grammar method spends, with
+probability ``TUNE_RATE`` per step while its best program has constants, ``TPE_TRIALS``
+evaluations on an Optuna TPE search of those constants (|c| log-uniform in [|c|/4, 4|c|],
+sign kept). The best program by search excess is then packed on every holdout instance;
+the table reports per dataset FunSearch's excess (``dataset_excess_pct``) of best fit,
+mutate and grammar, and the paired differences with bootstrap CIs over seeds
+(``benchmarks.paired``, i.e. ``tasks.gate.stats``).
+
+circle_packing against random-restart SLSQP is not measured here (see the README row).
+
+    python -m benchmarks.search_quality            # 5 seeds, 60 evaluations each, all datasets
+    python -m benchmarks.search_quality --quick    # 2 seeds, 6 evaluations, or1 only
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from statistics import fmean
+
+import optuna
+
+from benchmarks.paired import paired_row, table
+from schemas.configs import EvolveConfig
+from schemas.ids import content_id
+from suites.bin_packing import DATASET_FILES, RUNNER_SOURCE, SEED_PROGRAM, BinPacking, dataset_excess_pct
+from suites.executors.subprocess import SubprocessExecutor
+from tasks.proposers import grammar
+from tasks.proposers.base import ParentInfo, ProposerError
+from tasks.proposers.grammar_proposer import GrammarProposer, expression_of
+from tasks.proposers.mutate import MutationProposer
+
+POPULATION = 8
+TUNE_RATE = 0.2
+TPE_TRIALS = 6
+BEST_FIT = grammar.render(expression_of(SEED_PROGRAM))
+
+
+class Evaluator:
+    """Packs programs in the sandbox; ``search`` counts evaluations."""
+
+    def __init__(self, suite: BinPacking, search_per_dataset: int) -> None:
+        self.suite, self.executor = suite, SubprocessExecutor()
+        cases = suite.cases()
+        self.search = [c for d in suite.datasets for c in
+                       [c for c in cases if c.split == "train" and c.case_id.startswith(d + "/")]
+                       [:1 if d == "weibull5k" else search_per_dataset]]
+        self.holdout = [c for c in cases if c.split == "holdout"]
+
+    def _verdicts(self, program: str, cases) -> dict | None:
+        results = self.executor.run(program, RUNNER_SOURCE, self.suite.entrypoint, cases)
+        verdicts = {c.case_id: self.suite.score(c, r.output) for c, r in zip(cases, results)}
+        return verdicts if all(v.valid for v in verdicts.values()) else None
+
+    def search_excess(self, program: str) -> float:
+        """Mean per-dataset excess on the search instances; inf for an invalid program."""
+        verdicts = self._verdicts(program, self.search)
+        return math.inf if verdicts is None else fmean(dataset_excess_pct(verdicts).values())
+
+    def holdout_excess(self, program: str) -> dict[str, float]:
+        verdicts = self._verdicts(program, self.holdout)
+        return {d: math.nan for d in self.suite.datasets} if verdicts is None else dataset_excess_pct(verdicts)
+
+
+def tune_constants(source: str, evaluate, trials: int, seed: int) -> list[tuple[str, float]]:
+    """(program, search excess) of ``trials`` TPE trials on the constants of ``source``."""
+    expr = grammar.parse(source)
+    signs = [math.copysign(1.0, c.value) for c in grammar.constants_of(expr)]
+    centres = [abs(c.value) or 1.0 for c in grammar.constants_of(expr)]
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
+    tried = []
+    for _ in range(trials):
+        trial = study.ask()
+        values = [s * trial.suggest_float(f"c{i}", m / 4, m * 4, log=True) for i, (s, m) in enumerate(zip(signs, centres))]
+        program = grammar.render(grammar.with_constants(expr, [float(f"{v:.4g}") for v in values]))
+        score = evaluate(program)
+        study.tell(trial, score if math.isfinite(score) else 1e9)
+        tried.append((program, score))
+    return tried
+
+
+def search(method: str, evaluator: Evaluator, evaluations: int, seed: int) -> tuple[str, int]:
+    """The best program of a ``method`` search of ``evaluations`` evaluations, and the count used."""
+    rng = random.Random(seed)
+    config = EvolveConfig(crossover_rate=0.3)
+    proposer = GrammarProposer(config) if method == "grammar" else MutationProposer(config)
+    scored = {SEED_PROGRAM: evaluator.search_excess(SEED_PROGRAM)}
+    used = 1
+    while used < evaluations:
+        population = sorted(scored, key=scored.get)[:POPULATION]
+        best = population[0]
+        expr = grammar.parse(best)
+        if method == "grammar" and expr is not None and grammar.constants_of(expr) and rng.random() < TUNE_RATE:
+            trials = min(TPE_TRIALS, evaluations - used)
+            scored.update(tune_constants(best, evaluator.search_excess, trials, rng.randrange(2**31)))
+            used += trials
+            continue
+        parents = [min(rng.sample(population, min(2, len(population))), key=scored.get)]
+        if len(population) > 1 and rng.random() < config.crossover_rate:
+            parents.append(min(rng.sample(population, 2), key=scored.get))
+        infos = [ParentInfo(content_id(p), p, -scored[p]) for p in parents]
+        try:
+            child = proposer.propose(infos, rng).source
+        except ProposerError:
+            continue
+        if child not in scored:
+            scored[child] = evaluator.search_excess(child)
+            used += 1
+    return min(scored, key=scored.get), used
+
+
+def run(datasets, seeds: int, evaluations: int, search_per_dataset: int) -> str:
+    evaluator = Evaluator(BinPacking(datasets=datasets), search_per_dataset)
+    started = time.perf_counter()
+    jobs = [(m, s) for s in range(seeds) for m in ("mutate", "grammar")]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        best = dict(zip(jobs, pool.map(lambda job: search(job[0], evaluator, evaluations, job[1]), jobs)))
+        holdout = dict(zip(jobs, pool.map(lambda job: evaluator.holdout_excess(best[job][0]), jobs)))
+    best_fit = evaluator.holdout_excess(BEST_FIT)
+    rows = []
+    for d in evaluator.suite.datasets:
+        mutate = [holdout["mutate", s][d] for s in range(seeds)]
+        found = [holdout["grammar", s][d] for s in range(seeds)]
+        rows.append(paired_row(f"{d} holdout", "excess %", "best fit", [best_fit[d]] * seeds, "grammar", found))
+        rows.append(paired_row(f"{d} holdout", "excess %", "mutate", mutate, "grammar", found))
+    programs = "\n".join(f"- seed {s}: `{ast_line(best['grammar', s][0])}`" for s in range(seeds))
+    return (f"bin_packing, {evaluations} evaluations per method per seed, {len(evaluator.search)} search "
+            f"instances, {seeds} seeds, {time.perf_counter() - started:.0f} s\n\n{table(rows)}\n\n"
+            f"Best grammar programs (score = ...):\n{programs}\n")
+
+
+def ast_line(source: str) -> str:
+    expr = grammar.parse(source)
+    return "(not a grammar program: the seed)" if expr is None else ast.unparse(expr)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 seeds, 6 evaluations, or1 only")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--evaluations", type=int, default=60)
+    args = parser.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if args.quick:
+        print(run(("or1",), 2, 6, 2))
+    else:
+        print(run(tuple(DATASET_FILES), args.seeds, args.evaluations, 6))
+
+
+if __name__ == "__main__":
+    main()
