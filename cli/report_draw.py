@@ -93,6 +93,7 @@ def finish(figure: Figure, title: str, caption: str, path: Path) -> Path:
     figure.suptitle(title, fontsize=12, fontweight="bold")
     figure.text(0.012, 0.012, "\n".join(lines), ha="left", va="bottom", fontsize=8.5, color="#333333")
     figure.get_layout_engine().set(rect=(0, bottom, 1, 1 - bottom))
+    path = path if path.suffix else path.with_suffix(".png")  # savefig would add it; say where it went
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=DPI)
     plt.close(figure)

@@ -52,6 +52,7 @@ def forge_figure(series: ForgeSeries) -> Figure:
         if s["synthesized"]:
             ax.axvline(s["step"], color="#d62728", alpha=0.3)
     ax.set_ylim(0, 100)
+    ax.set_xticks(xs)
     ax.set_xlabel("step (red: stagnation opened the data gate)")
     ax.set_ylabel("success, %")
     ax.legend(fontsize=8, loc="lower right")
@@ -72,7 +73,8 @@ def forge_caption(series: ForgeSeries) -> str:
     generated = sum(r["generated"] for r in series.strategies)
     admitted = sum(r["admitted"] for r in series.strategies)
     best = series.steps[-1]["best_val"] if series.steps else 0.0
-    return (f"{len(series.steps)} steps; best validation {100 * best:.0f}%. The data gate opened {opened} times on "
+    times = "time" if opened == 1 else "times"
+    return (f"{len(series.steps)} steps; best validation {100 * best:.0f}%. The data gate opened {opened} {times} on "
             f"stagnation; the verifier admitted {admitted} of {generated} synthesised instances (the oracle solves "
             f"them and the prompt in force shows their failure mode, or not, for counter-examples). Synthetic "
             f"instances join only the training set.")

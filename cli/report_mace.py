@@ -79,6 +79,7 @@ def mace_figure(series: MaceSeries) -> Figure:
                       color=colour, label=form if r is series.rounds[0] else None)
     right.plot([r["round"] for r in series.rounds], [100 * r["success"] for r in series.rounds], "ko-",
                label="train success")
+    right.set_xticks([r["round"] for r in series.rounds])
     right.set_xlabel("co-learning round")
     right.set_ylabel("%")
     right.legend(fontsize=7)
