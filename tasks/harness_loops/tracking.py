@@ -23,3 +23,16 @@ def track_candidate(ref: RunRef, decision: GateDecisionRow, registered: Registry
         tags={"gate": decision.gate, "decision": decision.decision},
         artifact=store.get_blob(candidate.candidate_id), artifact_name="harness.py",
     )
+
+
+def track_version(ref: RunRef, decision: GateDecisionRow, artifact_name: str) -> None:
+    """A gated version (a memory, a prompt) as a nested MLflow run: its round and parent
+    as params, the gate's select score, baseline, delta and CI as metrics, its decision as
+    tags, its stored content as ``artifact_name``."""
+    gated = {"select_success": decision.select_score, "baseline": decision.baseline_score, "delta": decision.delta,
+             "ci_low": decision.ci_low, "ci_high": decision.ci_high}
+    tracker_for(ref).log_candidate(
+        ref.run_id, decision.candidate_id, params={"round": str(decision.round), "parent": decision.baseline_id[:12]},
+        metrics={k: v for k, v in gated.items() if v is not None},
+        tags={"gate": decision.gate, "decision": decision.decision},
+        artifact=store_for(ref.store_uri).get_blob(decision.candidate_id), artifact_name=artifact_name)

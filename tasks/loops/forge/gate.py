@@ -25,10 +25,11 @@ from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.stage import champion_row
+from tasks.harness_loops.tracking import track_version
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.forge.prompt import mean, prompt_gate
 from tasks.loops.forge.stages import HELDOUT, VALIDATION, config_of, harness_of, scores_on, split_payloads, step_key
-from tasks.runtime.context import RunRef, anchored_scorer_version, store_for, tracker_for
+from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import registry_name
@@ -84,17 +85,6 @@ def _decision(ref: RunRef, step: int, candidate: str, current: str) -> GateDecis
     return decision
 
 
-def track_prompt(ref: RunRef, decision: GateDecisionRow) -> None:
-    """The reflected prompt as a nested MLflow run: its gate scores, decision, the harness."""
-    metrics = {k: v for k, v in (("val_success", decision.select_score), ("baseline", decision.baseline_score),
-                                 ("delta", decision.delta), ("ci_low", decision.ci_low),
-                                 ("ci_high", decision.ci_high)) if v is not None}
-    tracker_for(ref).log_candidate(
-        ref.run_id, decision.candidate_id, params={"step": str(decision.round), "parent": decision.baseline_id[:12]},
-        metrics=metrics, tags={"gate": decision.gate, "decision": decision.decision},
-        artifact=store_for(ref.store_uri).get_blob(decision.candidate_id), artifact_name="harness.py")
-
-
 @task(name="gate", **STAGE_OPTIONS)
 def gate_prompt(ref: RunRef, step: int, candidate: str, current: str) -> str:
     """gate: the reflected prompt against the prompt in force; returns the prompt in
@@ -104,7 +94,7 @@ def gate_prompt(ref: RunRef, step: int, candidate: str, current: str) -> str:
 
     def rows() -> list[GateDecisionRow]:
         decision = _decision(ref, step, candidate, current)
-        track_prompt(ref, decision)
+        track_version(ref, decision, "harness.py")
         return [decision]
 
     (decision,) = once(ref, "gate_decisions", "gate", key, rows)

@@ -25,11 +25,12 @@ from schemas.rsiagent import RSATestRunRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.stage import champion_row
+from tasks.harness_loops.tracking import track_version
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.rsiagent.memory import harness_of, memory_bytes
 from tasks.loops.rsiagent.practice import execute, verify
 from tasks.loops.rsiagent.stages import MEMORY_NAME, config_of, memory_of, round_key
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for, tracker_for
+from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -71,17 +72,6 @@ def _decision(ref: RunRef, round_index: int, candidate: str, current: str) -> Ga
         evidence_json=dump_evidence(json_safe(evidence)))
 
 
-def track_memory(ref: RunRef, decision: GateDecisionRow) -> None:
-    """The memory version as a nested MLflow run: its gate scores, decision, the memory."""
-    metrics = {k: v for k, v in (("select_success", decision.select_score), ("baseline", decision.baseline_score),
-                                 ("delta", decision.delta), ("ci_low", decision.ci_low),
-                                 ("ci_high", decision.ci_high)) if v is not None}
-    tracker_for(ref).log_candidate(
-        ref.run_id, decision.candidate_id, params={"round": str(decision.round), "parent": decision.baseline_id[:12]},
-        metrics=metrics, tags={"gate": decision.gate, "decision": decision.decision},
-        artifact=store_for(ref.store_uri).get_blob(decision.candidate_id), artifact_name="memory.json")
-
-
 @task(name="gate", **STAGE_OPTIONS)
 def gate_memory(ref: RunRef, round_index: int, candidate: str, current: str) -> str:
     """gate: the round's memory version against the current memory; returns the memory
@@ -90,7 +80,7 @@ def gate_memory(ref: RunRef, round_index: int, candidate: str, current: str) -> 
     remember_decision_part(ref, "gate", key)
     def rows() -> list[GateDecisionRow]:
         decision = _decision(ref, round_index, candidate, current)
-        track_memory(ref, decision)
+        track_version(ref, decision, "memory.json")
         return [decision]
 
     rows = once(ref, "gate_decisions", "gate", key, rows)
