@@ -12,14 +12,12 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from cli.report_data import fetch
+from cli.report_data import fetch, gate_reason, last_registered
 
 ROUNDS = ("SELECT round, avg(success::INT) AS success, avg((score > 1)::INT) AS advanced, count(*) AS n "
           "FROM af_trajectories WHERE run_id = $run GROUP BY round ORDER BY round")
 SKILLS = ("SELECT round, decision, count(*) AS n FROM gate_decisions WHERE run_id = $run AND gate = 'af_skill' "
           "GROUP BY round, decision ORDER BY round")
-POLICY = "SELECT reason FROM gate_decisions WHERE run_id = $run AND gate = 'af_policy'"
-CHAMPION = "SELECT candidate_id, select_score, holdout_score FROM registry WHERE run_id = $run"
 
 
 @dataclass(frozen=True)
@@ -32,9 +30,8 @@ class ArenaFlowSeries:
 
 def arenaflow_build(con, run_id: str) -> tuple[ArenaFlowSeries, str | None]:
     rounds = fetch(con, ROUNDS, run=run_id)
-    policy = next(iter(fetch(con, POLICY, run=run_id)), None)
-    series = ArenaFlowSeries(rounds, fetch(con, SKILLS, run=run_id), policy["reason"] if policy else None,
-                             next(iter(fetch(con, CHAMPION, run=run_id)), None))
+    series = ArenaFlowSeries(rounds, fetch(con, SKILLS, run=run_id), gate_reason(con, run_id, "af_policy"),
+                             last_registered(con, run_id))
     return series, None if rounds else "no round has been played"
 
 

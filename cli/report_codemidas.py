@@ -14,12 +14,11 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from cli.report_data import fetch
+from cli.report_data import fetch, last_registered
 
 CANDIDATES = ("SELECT round, content FROM distillates WHERE run_id = $run AND kind = 'codemidas_candidate' "
               "ORDER BY round")
 CHECKS = "SELECT content FROM distillates WHERE run_id = $run AND kind = 'codemidas_check'"
-CHAMPION = "SELECT candidate_id, select_score, holdout_score FROM registry WHERE run_id = $run"
 STAGES = ("probe", "derive", "gate1", "leak", "gate2", "kept")
 COLORS = ("#bbbbbb", "#999999", "#d62728", "#9467bd", "#ff7f0e", "#2ca02c")
 
@@ -34,7 +33,7 @@ class CodeMidasSeries:
 def codemidas_build(con, run_id: str) -> tuple[CodeMidasSeries, str | None]:
     candidates = [{**json.loads(r["content"]), "round": r["round"]} for r in fetch(con, CANDIDATES, run=run_id)]
     checks = [json.loads(r["content"]) for r in fetch(con, CHECKS, run=run_id)]
-    champion = next(iter(fetch(con, CHAMPION, run=run_id)), None)
+    champion = last_registered(con, run_id)
     return CodeMidasSeries(candidates, checks, champion), None if candidates else "no candidate has been built"
 
 

@@ -17,12 +17,11 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from cli.report_data import fetch
+from cli.report_data import fetch, last_registered
 
 KINDS = ("SELECT kind, content FROM distillates WHERE run_id = $run "
          "AND kind IN ('cover_policy', 'cover_test', 'cover_eval')")
 DECISION = "SELECT decision, reason FROM gate_decisions WHERE run_id = $run AND gate LIKE 'cover%'"
-CHAMPION = "SELECT candidate_id, select_score, holdout_score, stage FROM registry WHERE run_id = $run"
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ def cover_build(con, run_id: str) -> tuple[CoverSeries, str | None]:
         by_kind[r["kind"]].append(json.loads(r["content"]))
     series = CoverSeries(sorted(by_kind["cover_policy"], key=lambda p: p["step"]), by_kind["cover_test"],
                          by_kind["cover_eval"], next(iter(fetch(con, DECISION, run=run_id)), None),
-                         next(iter(fetch(con, CHAMPION, run=run_id)), None))
+                         last_registered(con, run_id))
     return series, None if series.policies else "no training step recorded"
 
 

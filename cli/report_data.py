@@ -73,6 +73,23 @@ def run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | Non
     return rows[0] if rows else None
 
 
+LAST_REGISTERED = ("SELECT candidate_id, select_score, holdout_score, stage FROM registry WHERE run_id = $run "
+                   "ORDER BY version DESC, event_at DESC LIMIT 1")
+GATE_REASON = "SELECT reason FROM gate_decisions WHERE run_id = $run AND gate = $gate ORDER BY round DESC LIMIT 1"
+
+
+def last_registered(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
+    """The run's latest registry event (highest version, newest event): what a report's
+    caption quotes as the run's registered result; None when it registered nothing."""
+    return next(iter(fetch(con, LAST_REGISTERED, run=run_id)), None)
+
+
+def gate_reason(con: duckdb.DuckDBPyConnection, run_id: str, gate: str) -> str | None:
+    """The reason of the run's last decision of ``gate``; None when that gate never decided."""
+    row = next(iter(fetch(con, GATE_REASON, run=run_id, gate=gate)), None)
+    return row["reason"] if row else None
+
+
 def primary_metric(con: duckdb.DuckDBPyConnection, run_id: str, suite: str) -> str | None:
     """The metric the run's gate maximised: its suite's primary metric when the suite is
     known to the suite registry, else (arith, whose class is not registered) the metric

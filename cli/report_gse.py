@@ -12,7 +12,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from cli.report_data import fetch
+from cli.report_data import fetch, last_registered
 
 POPULATION = "SELECT gen, skill_id, rank, val_success FROM gse_population WHERE run_id = $run ORDER BY gen, rank"
 OFFSPRING = ("SELECT s.gen, s.valid, s.reason, coalesce(g.decision, 'none') AS decision FROM gse_skills s "
@@ -20,7 +20,6 @@ OFFSPRING = ("SELECT s.gen, s.valid, s.reason, coalesce(g.decision, 'none') AS d
              "AND json_extract_string(g.evidence_json, '$.skill_id') = s.skill_id "
              "WHERE s.run_id = $run AND s.gen > 0 ORDER BY s.gen")
 TEST = "SELECT role, avg(success::INT) AS success, count(*) AS n FROM gse_test WHERE run_id = $run GROUP BY role"
-CHAMPION = "SELECT candidate_id, select_score, holdout_score FROM registry WHERE run_id = $run"
 OUTCOMES = (("kept", "#2ca02c"), ("not kept", "#ff7f0e"), ("invalid", "#d62728"))
 
 
@@ -42,7 +41,7 @@ def gse_build(con, run_id: str) -> tuple[GSESeries, str | None]:
     population = fetch(con, POPULATION, run=run_id)
     offspring = fetch(con, OFFSPRING, run=run_id)
     test = {r["role"]: r["success"] for r in fetch(con, TEST, run=run_id)}
-    champion = next(iter(fetch(con, CHAMPION, run=run_id)), None)
+    champion = last_registered(con, run_id)
     return GSESeries(population, offspring, test, champion), None if population else "no generation has been gated"
 
 

@@ -13,14 +13,12 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from cli.report_data import fetch
+from cli.report_data import fetch, gate_reason, last_registered
 
 GENERATIONS = ("SELECT round AS gen, decision, select_score AS child, baseline_score AS parent FROM gate_decisions "
                "WHERE run_id = $run AND gate = 'mass_workflow' ORDER BY round")
 MODELS = ("SELECT model_gen, avg(score) AS success, avg(out_tokens) AS calls, count(*) AS n FROM mass_evals "
           "WHERE run_id = $run AND bench = 'holdout' GROUP BY model_gen ORDER BY model_gen")
-POLICY = "SELECT reason FROM gate_decisions WHERE run_id = $run AND gate = 'mass_policy'"
-CHAMPION = "SELECT candidate_id, select_score, holdout_score FROM registry WHERE run_id = $run"
 
 
 @dataclass(frozen=True)
@@ -33,9 +31,8 @@ class MassSeries:
 
 def mass_build(con, run_id: str) -> tuple[MassSeries, str | None]:
     generations = fetch(con, GENERATIONS, run=run_id)
-    policy = next(iter(fetch(con, POLICY, run=run_id)), None)
-    series = MassSeries(generations, fetch(con, MODELS, run=run_id), policy["reason"] if policy else None,
-                        next(iter(fetch(con, CHAMPION, run=run_id)), None))
+    series = MassSeries(generations, fetch(con, MODELS, run=run_id), gate_reason(con, run_id, "mass_policy"),
+                        last_registered(con, run_id))
     return series, None if generations else "no generation has been gated"
 
 

@@ -13,12 +13,11 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from cli.report_data import fetch
+from cli.report_data import fetch, last_registered
 
 METRICS = "SELECT content FROM distillates WHERE run_id = $run AND kind = 'rwm_metric'"
 GATES = ("SELECT candidate_id, decision, delta, ci_low, ci_high, evidence_json FROM gate_decisions "
          "WHERE run_id = $run AND gate = 'rwm_predictor'")
-RECIPE = "SELECT candidate_id, select_score, holdout_score FROM registry WHERE run_id = $run"
 PREDICTORS = ("prior", "knn", "ridge")
 SETTINGS = ("same", "cross")
 
@@ -33,7 +32,7 @@ class RWMSeries:
 def rwm_build(con, run_id: str) -> tuple[RWMSeries, str | None]:
     metrics = [json.loads(r["content"]) for r in fetch(con, METRICS, run=run_id)]
     gates = [{**r, "setting": json.loads(r["evidence_json"])["setting"]} for r in fetch(con, GATES, run=run_id)]
-    recipe = next(iter(fetch(con, RECIPE, run=run_id)), None)
+    recipe = last_registered(con, run_id)
     return RWMSeries(metrics, gates, recipe), None if metrics else "no selection round has been judged"
 
 

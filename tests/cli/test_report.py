@@ -242,3 +242,24 @@ def test_every_own_picture_is_a_module_with_its_three_functions_and_a_known_loop
     builders = {p.stem.removeprefix("report_") for p in Path("cli").glob("report_*.py")
                 if f"def {p.stem.removeprefix('report_')}_build(" in p.read_text()}
     assert builders - {"protocol", "turns"} == {picture for picture, _ in OWN_PICTURES.values()}  # turns: protocol's
+
+
+def test_captions_quote_the_latest_registration_and_the_last_gate_reason():
+    import duckdb
+
+    from cli.report_data import gate_reason, last_registered
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE registry (run_id TEXT, name TEXT, version INT, candidate_id TEXT, stage TEXT, "
+                "select_score DOUBLE, holdout_score DOUBLE, event_at TIMESTAMP)")
+    con.execute("INSERT INTO registry VALUES ('r', 'x', 2, 'c2', 'production', 0.7, 0.6, '2026-01-01 00:00:01'), "
+                "('r', 'x', 1, 'c1', 'production', 0.5, 0.4, '2026-01-01 00:00:03'), "
+                "('r', 'x', 2, 'c2b', 'archived', 0.7, 0.6, '2026-01-01 00:00:02'), "
+                "('q', 'x', 9, 'other', 'production', 0.9, 0.9, '2026-01-01 00:00:09')")
+    con.execute("CREATE TABLE gate_decisions (run_id TEXT, gate TEXT, round INT, reason TEXT)")
+    con.execute("INSERT INTO gate_decisions VALUES ('r', 'p', 0, 'first'), ('r', 'p', 3, 'last'), "
+                "('r', 'q', 5, 'other gate')")
+    assert last_registered(con, "r")["candidate_id"] == "c2b"  # highest version, its newest event
+    assert last_registered(con, "none") is None
+    assert gate_reason(con, "r", "p") == "last"
+    assert gate_reason(con, "r", "absent") is None
