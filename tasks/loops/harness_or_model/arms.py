@@ -41,7 +41,8 @@ def arm_names(suite: str = "toolsim") -> list[str]:
 def load_arm(name: str, suite: str = "toolsim") -> Arm:
     """The arm ``name`` of ``suite``; an unknown name is refused with the known ones."""
     if name not in arm_names(suite):
-        raise ValueError(f"no {suite} harness {name!r} for harness_or_model; known: {', '.join(arm_names(suite))}")
+        where = "" if suite == "toolsim" else f" on {suite}"
+        raise ValueError(f"no harness {name!r} for harness_or_model{where}; known: {', '.join(arm_names(suite))}")
     raw = json.loads((_folder(suite) / f"{name}.json").read_text())
     return Arm(name, raw["description"], int(raw["max_steps"]), bool(raw["cache_included"]), raw["document"])
 

@@ -135,5 +135,5 @@ def test_the_shipped_codemidas_arms_differ_in_limit_feedback_and_usage():
     assert (native.max_steps, neutral.max_steps) == (2, 16)
     assert (native.document["feedback"], neutral.document["feedback"]) == ("pass_fraction", "first_failure")
     assert native.cache_included and not neutral.cache_included
-    with pytest.raises(ValueError, match="no codemidas harness 'nope'.*known: native, neutral"):
+    with pytest.raises(ValueError, match="no harness 'nope' for harness_or_model on codemidas; known: native, neutral"):
         load_arm("nope", "codemidas")
