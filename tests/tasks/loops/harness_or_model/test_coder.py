@@ -2,6 +2,8 @@
 harness, on hand-built outcomes (no sandbox): the counts stay apart (solved but stopped by
 the limit, finished but not solved)."""
 
+import ast
+
 import pytest
 
 from suites.codemidas.mutants import retrieval
@@ -25,12 +27,13 @@ def outcomes_by_strategy(table: dict[str, list]):
     """A fake sandbox: the outcome list of each repertoire body, and the memorising body
     answering what it memorised (looked up in its source) and its base's outcome else."""
     bodies = coder.repertoire(TASK)
+    renamed = {s: ast.unparse(ast.parse(b.replace("def twice(", "def _twice_attempt(", 1))) for s, b in bodies.items()}
 
     def run(source: str) -> list:
         for strategy, body in bodies.items():
             if source == body:
                 return table[strategy]
-        base = next(s for s, b in bodies.items() if b.splitlines()[1:] and b.splitlines()[-1] in source)
+        (base,) = [s for s, text in renamed.items() if text in source]
         return [t["expect"] if f"key == {repr(t['args'])!r}" in source else got
                 for t, got in zip(VISIBLE, table[base])]
     return run
@@ -103,6 +106,7 @@ def test_a_short_limit_stops_a_run_before_the_strategy_that_works():
 def test_without_shown_failures_it_gives_up_and_with_them_it_memorises_to_a_finish():
     wrong = ["returns:int:-1"] * 3
     run = outcomes_by_strategy({"return_none": wrong, "return_first_arg": wrong, "delegate": wrong})
+    # every body fails everything: the base patched is the latest of equals (delegate)
     blind = run_episode(TASK, arm("pass_fraction", 16), 0, VISIBLE, run)
     assert blind["status"] == "gave_up" and len(blind["attempts"]) == 3
     shown = run_episode(TASK, arm("first_failure", 16), 0, VISIBLE, run)
@@ -137,3 +141,14 @@ def test_the_shipped_codemidas_arms_differ_in_limit_feedback_and_usage():
     assert native.cache_included and not neutral.cache_included
     with pytest.raises(ValueError, match="no harness 'nope' for harness_or_model on codemidas; known: native, neutral"):
         load_arm("nope", "codemidas")
+
+
+def test_it_patches_its_best_body_and_a_run_stopped_by_the_limit_keeps_that_answer():
+    wrong = ["returns:int:-1"] * 3
+    close = ["returns:int:2", "returns:int:-1", "returns:int:0"]  # 2 of 3 visible
+    run = outcomes_by_strategy({"return_none": wrong, "return_first_arg": close, "delegate": wrong})
+    shown = run_episode(TASK, arm("first_failure", 16), 0, VISIBLE, run)
+    assert [a["passed"] for a in shown["attempts"]] == [0, 2, 0, 3] and shown["status"] == "completed"
+    assert "def _twice_attempt(x):" in shown["answer"] and "return x" in shown["answer"]
+    limited = run_episode(TASK, arm("pass_fraction", 2), 0, VISIBLE, run)
+    assert limited["status"] == "step_limit" and limited["answer_strategy"] == "return_first_arg"
