@@ -3,13 +3,19 @@ finishing on time (Harness or Model).
 
 The "model" is toolsim's frozen procedural agent; the two arms are harness files that
 differ in retries, truncation (pages of a listing read), step limit and how they report
-usage. Nothing evolves: the protocol measures.
+usage. On codemidas (``--suite codemidas``) the "model" is a fixed coding policy
+(`tasks/loops/harness_or_model/coder.py`) and the arms differ in attempt limit, the
+feedback an attempt returns and how they report usage. Nothing evolves: the protocol
+measures.
 
     arms  <- harness_a, harness_b (files of tasks/loops/harness_or_model/harnesses/)
     sample:   publish both arms as the run's candidates (round 0)
     for seed s = 0 .. budget-1:              (the same noise for both arms: paired)
-        execute:  both harness programs in the sandbox on every task
-        score:    re-simulate each run with its arm's step limit; record solved,
+        execute:  both harness programs in the sandbox on every task (codemidas: the
+                  policy's attempts, every body run in the sandbox on the visible
+                  tests, the answer on the hidden holdout tests)
+        score:    re-simulate each run with its arm's step limit (codemidas: the
+                  trusted scorer on the answer's holdout outputs); record solved,
                   ended by itself, hit the limit, tool calls, and the usage the arm
                   reports (dropped on purpose for a seeded share: missing usage)
     distill:  cost audit: input re-derived as uncached per arm, re-priced at frozen
@@ -34,8 +40,8 @@ from tasks.runtime.lifecycle import flow_run_name, recorded_run, run_id_of_flow_
 
 def preflight(config: HarnessOrModelRun) -> None:
     """Both arms name shipped harness files (ValueError naming the known ones)."""
-    load_arm(config.harness_or_model.harness_a)
-    load_arm(config.harness_or_model.harness_b)
+    load_arm(config.harness_or_model.harness_a, config.suite)
+    load_arm(config.harness_or_model.harness_b, config.suite)
 
 
 def progress_total(config: HarnessOrModelRun) -> int:

@@ -177,7 +177,7 @@ class HarnessBanditRun(GRPORun):
 
 
 class HarnessOrModelRun(RunConfig):
-    SPEC = LoopSpec(name="harness_or_model", modifies="rules", family="protocol", suites=("toolsim",),
+    SPEC = LoopSpec(name="harness_or_model", modifies="rules", family="protocol", suites=("toolsim", "codemidas"),
                     paper="Harness or Model: fix the model, compare harnesses, count correctness separately "
                           "from finishing on time", budget_counts="noise seeds per task", default_budget=3)
     loop: Literal["harness_or_model"] = "harness_or_model"

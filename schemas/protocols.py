@@ -17,7 +17,8 @@ the config is made (before any result exists)."""
 
 class HarnessOrModelConfig(Config):
     """Parameters of `harness_or_model` (Harness or Model): one frozen agent under two
-    harnesses, paired on every task and noise seed."""
+    harnesses, paired on every task and noise seed (toolsim: the procedural agent;
+    codemidas: the coding policy of `tasks/loops/harness_or_model/coder.py`)."""
 
     harness_a: str = "native"
     """The baseline arm: a harness file of `tasks/loops/harness_or_model/harnesses/`."""
@@ -30,8 +31,12 @@ class HarnessOrModelConfig(Config):
         "writes_money": ["cancel_latest_order", "refund_unshipped_order", "refund_damaged_item", "apply_coupon"],
         "other": ["change_address", "reserve_stock", "open_ticket", "order_status_message"],
     }
-    """The pre-registered template grouping of the subgroup permutation test: exactly two
-    groups that cover every template once. Stored with the run before any execution."""
+    """The pre-registered template grouping of the subgroup permutation test (toolsim):
+    exactly two groups that cover every template once. Stored with the run before any
+    execution. On codemidas the groups are fixed by the task specs alone: tasks with a
+    docstring and tasks without one."""
+    codemidas_tasks: int = Field(28, ge=2, le=64)
+    """On codemidas: the first this many kept tasks, in shipped order (28 are kept)."""
     price_in: float = Field(1.0, ge=0.0)
     """Frozen list price per 1k uncached input tokens (price units, not a currency)."""
     price_cached: float = Field(0.1, ge=0.0)

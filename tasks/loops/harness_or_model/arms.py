@@ -1,8 +1,9 @@
 """The protocol's arms and what one run of an arm records. An arm is a harness file of
-``harnesses/``: the toolsim harness document (retries, paging: truncation), the step
-limit the harness gives the agent, and whether the usage it reports counts the cached
-prompt in its input tokens (SDKs differ; the cost audit must find out). Pure, apart from
-reading the packaged files."""
+``harnesses/`` (toolsim) or ``harnesses/codemidas/``: its document (toolsim: the harness
+rules, retries and paging: truncation; codemidas: what feedback an attempt returns), the
+step (attempt) limit the harness gives the agent, and whether the usage it reports counts
+the cached prompt in its input tokens (SDKs differ; the cost audit must find out). Pure,
+apart from reading the packaged files."""
 
 from __future__ import annotations
 
@@ -27,17 +28,22 @@ class Arm:
     document: dict[str, Any]
 
 
-def arm_names() -> list[str]:
-    """The harness files shipped with the loop."""
+def _folder(suite: str):
     folder = resources.files(__package__) / "harnesses"
-    return sorted(p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json"))
+    return folder if suite == "toolsim" else folder / suite
 
 
-def load_arm(name: str) -> Arm:
-    """The arm ``name``; an unknown name is refused with the known ones."""
-    if name not in arm_names():
-        raise ValueError(f"no harness {name!r} for harness_or_model; known: {', '.join(arm_names())}")
-    raw = json.loads((resources.files(__package__) / "harnesses" / f"{name}.json").read_text())
+def arm_names(suite: str = "toolsim") -> list[str]:
+    """The harness files shipped with the loop for ``suite``."""
+    return sorted(p.name.removesuffix(".json") for p in _folder(suite).iterdir() if p.name.endswith(".json"))
+
+
+def load_arm(name: str, suite: str = "toolsim") -> Arm:
+    """The arm ``name`` of ``suite``; an unknown name is refused with the known ones."""
+    if name not in arm_names(suite):
+        where = "" if suite == "toolsim" else f" on {suite}"
+        raise ValueError(f"no harness {name!r} for harness_or_model{where}; known: {', '.join(arm_names(suite))}")
+    raw = json.loads((_folder(suite) / f"{name}.json").read_text())
     return Arm(name, raw["description"], int(raw["max_steps"]), bool(raw["cache_included"]), raw["document"])
 
 
@@ -57,7 +63,8 @@ def usage_missing(run_seed: int, arm: str, case_id: str, seed_index: int, rate: 
     return derive_seed(run_seed, "missing_usage", arm, case_id, seed_index) % 10_000 < round(rate * 10_000)
 
 
-def _tokens(text: str) -> int:
+def tokens(text: str) -> int:
+    """The usage proxy's token count of a text: 4 characters make a token."""
     return math.ceil(len(text) / 4)
 
 
@@ -67,14 +74,14 @@ def usage_of(steps: Any, arm: Arm) -> dict[str, float]:
     (input) and writes the call (output, 4 tokens of framing); 4 characters make a token.
     With ``cache_included`` the reported input counts the cached prompt too. A proxy for
     billed tokens: no model is billed here."""
-    prompt = _tokens(json.dumps(arm.document, sort_keys=True))
+    prompt = tokens(json.dumps(arm.document, sort_keys=True))
     turns = [s for s in steps if s["kind"] in ("tool_call", "check")]
-    fresh = sum(_tokens(s["result_json"]) for s in turns)
+    fresh = sum(tokens(s["result_json"]) for s in turns)
     cached = prompt * len(turns)
     return {
         "in_tok": float(fresh + cached if arm.cache_included else fresh),
         "cached_tok": float(cached),
-        "out_tok": float(sum(_tokens(s["args_json"]) + 4 for s in turns)),
+        "out_tok": float(sum(tokens(s["args_json"]) + 4 for s in turns)),
     }
 
 

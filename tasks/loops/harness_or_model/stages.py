@@ -14,6 +14,7 @@ from suites.base import Case
 from suites.toolsim.harness import HarnessError
 from tasks.harness_loops.documents import harness_source
 from tasks.loops.harness_or_model.arms import Arm, load_arm, payload_for, run_metrics, usage_missing, usage_of
+from tasks.loops.harness_or_model.coding import codemidas_record, execute_codemidas
 from tasks.loops.harness_or_model.evidence import Run
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
 from tasks.runtime.parts import once
@@ -23,7 +24,8 @@ from tasks.stages.execute import part_key, run_candidates
 from tasks.stages.score import blob_id
 
 METRICS = ("success", "ended_self", "hit_limit", "tool_calls")
-"""Counted apart, each with its own paired CI: solved ≠ finished ≠ stopped by the limit."""
+"""Counted apart, each with its own paired CI: solved ≠ finished ≠ stopped by the limit
+(on codemidas ``tool_calls`` counts attempts: each one run of the visible tests)."""
 USAGE = ("in_tok", "cached_tok", "out_tok")
 
 
@@ -32,31 +34,41 @@ def protocol_of(ref: RunRef) -> HarnessOrModelRun:
 
 
 def arms_of(ref: RunRef) -> tuple[Arm, Arm]:
-    section = protocol_of(ref).harness_or_model
-    return load_arm(section.harness_a), load_arm(section.harness_b)
+    config = protocol_of(ref)
+    section = config.harness_or_model
+    return load_arm(section.harness_a, config.suite), load_arm(section.harness_b, config.suite)
 
 
-def arm_ids(arms: tuple[Arm, ...]) -> dict[str, str]:
+def arm_program(arm: Arm, suite: str) -> str:
+    """The arm as a candidate's artifact: toolsim's harness program, or (codemidas) the
+    harness file's attempt limit, usage semantics and document as canonical JSON."""
+    if suite == "toolsim":
+        return harness_source(arm.document)
+    return json.dumps({"max_steps": arm.max_steps, "cache_included": arm.cache_included, **arm.document},
+                      sort_keys=True, indent=1)
+
+
+def arm_ids(arms: tuple[Arm, ...], suite: str = "toolsim") -> dict[str, str]:
     """Arm name -> candidate id (the sha256 of its harness program, as in every harness loop)."""
-    return {arm.name: hashlib.sha256(harness_source(arm.document).encode()).hexdigest() for arm in arms}
+    return {arm.name: hashlib.sha256(arm_program(arm, suite).encode()).hexdigest() for arm in arms}
 
 
 @task(name="sample", **STAGE_OPTIONS)
 def publish_arms(ref: RunRef) -> dict[str, str]:
     """sample: both harnesses as the run's round-0 candidates, once."""
-    store, arms = store_for(ref.store_uri), arms_of(ref)
+    store, arms, suite = store_for(ref.store_uri), arms_of(ref), protocol_of(ref).suite
 
     def rows() -> list[CandidateRow]:
         out = []
         for arm in arms:
-            blob = store.put_blob(harness_source(arm.document).encode())
+            blob = store.put_blob(arm_program(arm, suite).encode())
             out.append(CandidateRow(run_id=ref.run_id, candidate_id=blob, round=0, parent_ids=[], operator="arm",
                                     proposer="fixed", artifact_kind="rules", artifact_uri=store.blob_uri(blob),
                                     island=-1, summary=f"{arm.name}: {arm.description}"))
         return out
 
     once(ref, "candidates", "sample", "arms", rows)
-    return arm_ids(arms)
+    return arm_ids(arms, suite)
 
 
 def seed_tag(seed_index: int) -> str:
@@ -65,7 +77,11 @@ def seed_tag(seed_index: int) -> str:
 
 @task(name="execute", **STAGE_OPTIONS)
 def execute_arms(ref: RunRef, seed_index: int, ids: dict[str, str]) -> None:
-    """execute: both harness programs in the sandbox on every task under this noise seed."""
+    """execute: both harness programs in the sandbox on every task under this noise seed
+    (codemidas: the policy's runs under both arms, every body in the sandbox)."""
+    if protocol_of(ref).suite == "codemidas":
+        execute_codemidas(ref, seed_tag(seed_index), seed_index, arms_of(ref), ids)
+        return
     run_candidates(ref, seed_tag(seed_index), list(ids.values()), run_suite(ref).cases(), seed=seed_index)
 
 
@@ -84,8 +100,12 @@ def _score_rows(ref: RunRef, seed_index: int, ids: dict[str, str]) -> list[Score
     for arm in arms_of(ref):
         for execution in store.read_part("executions", ref.run_id, "execute", part_key(seed_tag(seed_index),
                                                                                      ids[arm.name])):
-            case = cases[execution.case_id]
-            metrics, reason = _run_record(store, suite, case, execution, arm, seed_index)
+            if config.suite == "codemidas":
+                case = Case(execution.case_id, execution.split, {})
+                metrics, reason = codemidas_record(store, execution, arm)
+            else:
+                case = cases[execution.case_id]
+                metrics, reason = _run_record(store, suite, case, execution, arm, seed_index)
             if reason is None and usage_missing(config.seed, arm.name, case.case_id, seed_index,
                                                 config.harness_or_model.missing_usage_rate):
                 metrics = {k: v for k, v in metrics.items() if k not in USAGE} | {"usage_missing": 1.0}

@@ -15,6 +15,7 @@ from schemas.ids import derived_id
 from schemas.rows import DistillateRow, GateDecisionRow
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.loops.harness_or_model.arms import Arm
+from tasks.loops.harness_or_model.coding import codemidas_tasks, groups_of
 from tasks.loops.harness_or_model.evidence import (CostAudit, Difference, Run, cost_audit, group_permutation_p,
                                                    paired_difference, task_means)
 from tasks.loops.harness_or_model.stages import METRICS, arms_of, protocol_of, recorded_runs
@@ -84,20 +85,33 @@ def _missing_text(missing: dict[str, int]) -> str:
 def _subgroup_row(ref: RunRef, ids: dict[str, str], arms: tuple[Arm, Arm], runs: list[Run]) -> GateDecisionRow:
     config = protocol_of(ref)
     a, b = arms
-    groups = config.harness_or_model.groups
-    group_of_template = {t: g for g, members in groups.items() for t in members}
     means_a, means_b = task_means(runs, a.name, "success"), task_means(runs, b.name, "success")
     diffs = {t: means_b[t] - means_a[t] for t in means_a}
-    group_of = {t: group_of_template[t.split("/", 1)[0]] for t in diffs}
-    observed, p = group_permutation_p(diffs, group_of, config.harness_or_model.resamples, config.seed)
+    groups = pre_registered_groups(ref)
+    group_of_member = {t: g for g, members in groups.items() for t in members}
+    group_of = {t: group_of_member[t if config.suite == "codemidas" else t.split("/", 1)[0]] for t in diffs}
     first, second = sorted(groups)
     per_group = {g: sum(d for t, d in diffs.items() if group_of[t] == g) / max(1, sum(group_of[t] == g for t in diffs))
                  for g in groups}
-    reason = (f"pre-registered groups: solved {b.name} − {a.name} is {per_group[first]:+.3f} on {first} and "
-              f"{per_group[second]:+.3f} on {second}; {first} minus {second} {observed:+.3f}, label-permutation "
-              f"p = {p:.4f} ({config.harness_or_model.resamples} permutations)")
-    return _row(ref, ids, arms, "subgroup:success", observed, (math.nan, math.nan), len(diffs), p < 0.05, reason,
+    if len(set(group_of.values())) < 2:
+        observed, p = math.nan, math.nan
+        reason = f"pre-registered groups: every task is in {next(iter(set(group_of.values())))}, no subgroup test"
+    else:
+        observed, p = group_permutation_p(diffs, group_of, config.harness_or_model.resamples, config.seed)
+        reason = (f"pre-registered groups: solved {b.name} − {a.name} is {per_group[first]:+.3f} on {first} and "
+                  f"{per_group[second]:+.3f} on {second}; {first} minus {second} {observed:+.3f}, label-permutation "
+                  f"p = {p:.4f} ({config.harness_or_model.resamples} permutations)")
+    return _row(ref, ids, arms, "subgroup:success", observed, (math.nan, math.nan), len(diffs), bool(p < 0.05), reason,
                 {"groups": groups, "per_group": per_group, "p": p})
+
+
+def pre_registered_groups(ref: RunRef) -> dict[str, list[str]]:
+    """group -> members: toolsim templates from the config; on codemidas the tasks with and
+    without a docstring (`coding.groups_of`, fixed by the specs before any run)."""
+    config = protocol_of(ref)
+    if config.suite == "codemidas":
+        return groups_of(codemidas_tasks(ref))
+    return config.harness_or_model.groups
 
 
 def _counts(runs: list[Run], metric: str) -> dict[str, object]:
