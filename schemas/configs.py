@@ -191,6 +191,10 @@ class RunConfig(Config):
         return {name: field.annotation for name, field in cls.model_fields.items()
                 if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)}
 
+    def evaluated_suites(self) -> tuple[str, ...]:
+        """The suites the run evaluates on: its own (aide2: its selection suites; algoevo: its tasks)."""
+        return (self.suite,)
+
     def arith_categories(self) -> tuple[str, ...]:
         """The arith categories a training loop trains and evaluates on."""
         raise ValueError(f"{self.loop} does not train on arith; its suites: {', '.join(self.SPEC.suites)}")

@@ -113,7 +113,7 @@ class Card:
 
     def conditions(self) -> dict:
         return {"parent_depth": self.parent_depth, "parent_visits": self.parent_visits, "ucb": self.ucb,
-                "valid": self.valid, "skill_ver": self.skill_ver}
+                "prior_weight": self.prior_weight, "valid": self.valid, "skill_ver": self.skill_ver}
 
     def rationale(self) -> str:
         """Why this edit was tried (the non-LLM agent's reasons, in words)."""

@@ -69,7 +69,8 @@ def test_card_delta_conditions_and_rationale():
     c = card("bin_packing", "constant", -5.0, -4.5)
     assert c.delta == pytest.approx(0.5)
     assert card("lasso", "constant", -0.8, -100.0, valid=False).delta is None
-    assert c.conditions() == {"parent_depth": 0, "parent_visits": 1, "ucb": 1.0, "valid": True, "skill_ver": "s0"}
+    assert c.conditions() == {"parent_depth": 0, "parent_visits": 1, "ucb": 1.0, "prior_weight": 1.0,
+                              "valid": True, "skill_ver": "s0"}
     assert "constant" in c.rationale() and "prior weight 1" in c.rationale()
 
 
