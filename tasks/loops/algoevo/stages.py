@@ -120,11 +120,13 @@ def candidate_row(ref: RunRef, t: TaskAt, cid: str, parents: list[str], operator
 
 def propose(ref: RunRef, t: TaskAt, k: int, parent: TreeNode, weights: dict[str, float], seen: set[str]):
     """A child of `parent` the run does not hold yet, by the skill-weighted operator
-    families (seeded by run, task position and evaluation index); None after DRAWS tries."""
+    families; None after DRAWS tries. Seeded by (run seed, task, round, evaluation index),
+    not by position, so a task searched with the same skill draws the same children
+    whatever came before it (the findings' initial-skill arm runs the held-out task alone)."""
     store = store_for(ref.store_uri)
     proposer = MutationProposer(EvolveConfig(mutations_per_child=section(ref).mutations_per_child),
                                 operator_prior=weights)
-    rng = random.Random(seed_for(run_config(ref).seed, "algoevo", t.position, k))
+    rng = random.Random(seed_for(run_config(ref).seed, "algoevo", t.name, t.round, k))
     info = ParentInfo(parent.node_id, store.get_blob(parent.node_id).decode(), parent.score)
     for _ in range(DRAWS):
         try:
