@@ -1,5 +1,5 @@
 """algoevo end to end on the real engine, store and sandbox (circle_packing, lasso and
-bin_packing held out; 3 evaluations per task): every evaluation has its card whose before
+bin_packing held out; 2 evaluations per task): every evaluation has its card whose before
 and after are the recorded select means, node statistics add up along the lineage, the
 gate's decisions follow the 2-distinct-task rule on the recorded cards, the held-out task
 loads the skill the last gate produced, the tables answer in SQL, a second call adds
@@ -25,7 +25,7 @@ METRIC = {"circle_packing": "sum_radii", "lasso": "neg_log10_cpu_ms", "bin_packi
 
 
 def config(**section) -> RunConfig:
-    return RunConfig(loop="algoevo", suite="circle_packing+bin_packing+lasso", budget=3, seed=0, tracking=False,
+    return RunConfig(loop="algoevo", suite="circle_packing+bin_packing+lasso", budget=2, seed=0, tracking=False,
                      workers=1, algoevo={"min_cards": 1, **section})
 
 
@@ -46,7 +46,7 @@ def test_every_evaluation_has_its_card_with_the_recorded_scores(ran):
     cards = sorted(store.read_rows("ae_cards", "ae"), key=lambda c: (c.position, c.eval_idx))
     candidates = {c.candidate_id: c for c in store.read_rows("candidates", "ae")}
     assert [t["task_id"] for t in summary["tasks"]] == ["circle_packing", "lasso", "bin_packing"]
-    assert len(cards) == sum(t["evals"] for t in summary["tasks"]) == 9
+    assert len(cards) == sum(t["evals"] for t in summary["tasks"]) == 6
     for c in cards:
         metric = METRIC[c.task_id]
         tag = f"t{c.position:02d}-e{c.eval_idx:04d}"
@@ -63,7 +63,7 @@ def test_node_stats_add_up_along_the_lineage(ran):
     store = open_store(uri)
     for task in ("circle_packing", "lasso", "bin_packing"):
         nodes = {n.id: n for n in store.read_rows("ae_nodes", "ae") if n.task_id == task}
-        assert len(nodes) == 4  # the root and 3 children
+        assert len(nodes) == 3  # the root and 2 children
         for n in nodes.values():
             children = [m for m in nodes.values() if m.parent == n.id]
             assert n.visits == 1 + sum(m.visits for m in children)
@@ -99,9 +99,9 @@ def test_tables_answer_in_sql_and_a_second_call_adds_nothing(ran):
     runs = sql(store, "SELECT task_id, split, evals, best FROM ae_task_runs WHERE run_id = 'ae' "
                       "ORDER BY position").to_pylist()
     assert [(r["task_id"], r["split"], r["evals"]) for r in runs] == \
-        [("circle_packing", "source", 3), ("lasso", "source", 3), ("bin_packing", "heldout", 3)]
+        [("circle_packing", "source", 2), ("lasso", "source", 2), ("bin_packing", "heldout", 2)]
     per = sql(store, "SELECT task_id, count(*) AS n FROM ae_cards GROUP BY task_id ORDER BY task_id").to_pylist()
-    assert per == [{"task_id": t, "n": 3} for t in ("bin_packing", "circle_packing", "lasso")]
+    assert per == [{"task_id": t, "n": 2} for t in ("bin_packing", "circle_packing", "lasso")]
     best = {r.name for r in store.read_rows("registry", "ae") if r.name.endswith("/algoevo-best")}
     assert best == {f"{t}/algoevo-best" for t in METRIC}
     before = {t: len(store.read_rows(t, "ae")) for t in TABLES}
