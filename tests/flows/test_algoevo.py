@@ -109,6 +109,20 @@ def test_tables_answer_in_sql_and_a_second_call_adds_nothing(ran):
     assert {t: len(store.read_rows(t, "ae")) for t in TABLES} == before and again == summary
 
 
+def test_the_report_reads_the_run_in_sql(ran, tmp_path):
+    from cli.report_algoevo import algoevo_build, algoevo_caption, algoevo_figure
+    from storage.catalog import connect
+
+    uri, summary = ran
+    series, empty = algoevo_build(connect(open_store(uri)), "ae")
+    assert empty is None and [t["task_id"] for t in series.tasks] == ["circle_packing", "lasso", "bin_packing"]
+    for t, s in zip(series.tasks, summary["tasks"]):
+        assert t["gains"] == pytest.approx([b - s["root_score"] for b in s["curve"]])
+    assert {p["family"] for p in series.patterns} == \
+        {p.family for p in open_store(uri).read_rows("ae_patterns", "ae") if p.after_task == 1}
+    assert algoevo_figure(series).axes and "Promoted:" in algoevo_caption(series)
+
+
 def test_ratchet_run_algoevo_and_its_one_line_refusals(prefect_server, tmp_path):
     from typer.testing import CliRunner
 
