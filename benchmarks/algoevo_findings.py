@@ -34,6 +34,9 @@ from benchmarks.paired import paired_row, table  # noqa: E402
 
 SUITE = "circle_packing+bin_packing+lasso"
 ORDER = ("circle_packing", "lasso", "bin_packing")
+CASE_CPU_S = 2.0
+"""CPU seconds per case (the default is 10): every seed program needs well under 1 s a case,
+and a mutated lasso solver that stops converging would otherwise spend 10 s on each."""
 
 
 def run_arm(store_uri: str, arm: str, seed: int, budget: int, order: tuple[str, ...]) -> dict:
@@ -44,7 +47,7 @@ def run_arm(store_uri: str, arm: str, seed: int, budget: int, order: tuple[str, 
 
     tasks = order if arm == "promoted" else order[-1:]
     config = RunConfig(loop="algoevo", suite=SUITE, budget=budget, seed=seed, tracking=False, workers=2,
-                       algoevo={"tasks": tasks})
+                       algoevo={"tasks": tasks}, sandbox={"timeout_s": CASE_CPU_S})
     run_id = f"algoevo-{arm}-s{seed}-b{budget}"
     summary = algoevo(config=config, store_uri=store_uri, run_id=run_id)
     store = open_store(store_uri)
