@@ -61,7 +61,7 @@ def algoevo_figure(series: AlgoEvoSeries) -> Figure:
     ax.set_xlabel("evaluation within the task")
     ax.set_ylabel("best-so-far select score − seed program's")
     ax.set_title("search per task (held-out dashed)", fontsize=10)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     right = figure.add_subplot(1, 2, 2)
     sources = sorted({task for p in series.patterns for task in p["effects"]})
