@@ -19,7 +19,7 @@ from schemas.ids import derived_id
 from schemas.rows import CandidateRow, GateDecisionRow, RegistryRow
 from tasks.loops.algoevo.logic import Card, Pattern, patterns, skill_document
 from tasks.loops.algoevo.stages import evaluate, section, task_at
-from tasks.runtime.context import RunRef, run_config, store_for
+from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -55,7 +55,7 @@ def decision_row(ref: RunRef, position: int, p: Pattern, new_id: str, old_id: st
                 f"({', '.join(p.support) or 'none'}); promotion needs {min_tasks}"),
         improved_cases=list(p.support), regressed_cases=negative, select_score=None, baseline_score=None,
         delta=fmean(p.effects.values()), ci_low=None, ci_high=None, n_cases=len(p.effects),
-        scorer_version="+".join(sorted({task_at(ref, position).suite.scorer_version()})),
+        scorer_version=anchored_scorer_version(ref),
         evidence_json=json.dumps(evidence, sort_keys=True))
 
 
@@ -72,10 +72,10 @@ def gate_patterns(ref: RunRef, position: int, skill_id: str) -> str:
     new_id = skill_id
     if promoted != old["promoted_patterns"]:
         body = json.dumps(skill_document(tasks, promoted, s.boost, skill_id), sort_keys=True)
+        sid = store.put_blob(body.encode())
         new_id = once(ref, "candidates", "gate", f"t{position:02d}-skill", lambda: [CandidateRow(
-            run_id=ref.run_id, candidate_id=store.put_blob(body.encode()), round=position, parent_ids=[skill_id],
-            operator="promote", proposer="algoevo", artifact_kind="skills",
-            artifact_uri=store.blob_uri(store.put_blob(body.encode())), island=-1,
+            run_id=ref.run_id, candidate_id=sid, round=position, parent_ids=[skill_id], operator="promote",
+            proposer="algoevo", artifact_kind="skills", artifact_uri=store.blob_uri(sid), island=-1,
             summary=f"promoted patterns: {', '.join(promoted)}")])[0].candidate_id
     once(ref, "ae_patterns", "gate", f"t{position:02d}", lambda: [AEPatternRow(
         run_id=ref.run_id, id=derived_id(ref.run_id, "pattern", p.family), desc=p.desc, family=p.family,
