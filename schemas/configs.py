@@ -213,7 +213,8 @@ class RunConfig(Config):
             raise ValueError(f"start_from='champion' continues a program or harness search; {self.loop} cannot "
                              f"(loops that can: {', '.join(STARTS_FROM_CHAMPION)}); use start_from='seed'")
         if self.proposer == "llm" and "evolve" not in type(self).model_fields:
-            does = "measures fixed arms: nothing is proposed" if spec.family == "protocol" else "trains weights"
+            does = {"protocol": "measures fixed arms: nothing is proposed", "training": "trains weights"}.get(
+                spec.family, "has no llm path (its agent is the mutate proposer)")
             raise ValueError(f"proposer='llm' writes programs or harness edits; {self.loop} {does} "
                              "(use proposer='mutate', the default)")
         caps = [name for name in ("max_llm_tokens", "max_evaluations") if getattr(self, name) is not None]

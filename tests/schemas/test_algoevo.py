@@ -35,5 +35,7 @@ def test_config_defaults_and_refusals():
         RunConfig(loop="algoevo", suite=SUITE, budget=4, algoevo={"tasks": ["toolsim"]})
     with pytest.raises(ValidationError, match="use proposer='mutate'"):
         RunConfig(loop="algoevo", suite=SUITE, budget=4, proposer="grammar")
+    with pytest.raises(ValidationError, match="algoevo has no llm path"):
+        RunConfig(loop="algoevo", suite=SUITE, budget=4, proposer="llm")
     with pytest.raises(ValidationError, match="drop --param"):
         RunConfig(loop="algoevo", suite=SUITE, budget=4, suite_params={"datasets": "or1"})
