@@ -15,9 +15,9 @@ seed where no pattern was promoted gives two identical searches. Figures, read b
     evaluations to first improvement over the seed program (budget + 1 when none);
     final best select score after the budget.
 
-    .venv/bin/python benchmarks/algoevo_findings.py                    # 3 seeds, 10 evaluations per task
+    .venv/bin/python benchmarks/algoevo_findings.py                    # 3 seeds, 20 evaluations per task
     .venv/bin/python benchmarks/algoevo_findings.py --quick            # 1 seed, 1 evaluation per task
-    .venv/bin/python benchmarks/algoevo_findings.py --seeds 5 --budget 24
+    .venv/bin/python benchmarks/algoevo_findings.py --seeds 5 --budget 40
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1 seed, 1 evaluation per task (smoke)")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=10, help="child evaluations per task")
+    parser.add_argument("--budget", type=int, default=20, help="child evaluations per task")
     parser.add_argument("--store", default=None, help="store to run in (default: a new temporary folder)")
     args = parser.parse_args(argv)
     seeds, budget = ([0], 1) if args.quick else (list(range(args.seeds)), args.budget)
