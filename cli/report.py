@@ -53,6 +53,7 @@ OWN_PICTURES: dict[str, tuple[str, str]] = {
     "mass": ("mass", "holdout success"),
     "limbo": ("limbo", "stream accuracy"),
     "rpmem": ("rpmem", "holdout recall"),
+    "algoevo": ("algoevo", "best-so-far gain"),
 }
 """Loops drawn by a module of their own: loop -> (picture, metric). Picture ``X`` is
 ``cli/report_X.py`` with ``X_build(con, run_id) -> (series, why empty)``,

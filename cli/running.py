@@ -62,8 +62,8 @@ def parse_settings(pairs: list[str], loop: str) -> dict[str, dict[str, object]]:
 
 
 def suite_names(config: RunConfig) -> tuple[str, ...]:
-    """The suites a run evaluates on (aide2: its selection suites)."""
-    return tuple(config.inner_suites) if config.loop == "aide2" else (config.suite,)
+    """The suites a run evaluates on (aide2: its selection suites; algoevo: its tasks)."""
+    return config.evaluated_suites()
 
 
 def make_config(loop, suite, budget, seed, workers, dask, proposer, inner_budget, params, timeout, tracking,

@@ -191,6 +191,10 @@ class RunConfig(Config):
         return {name: field.annotation for name, field in cls.model_fields.items()
                 if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)}
 
+    def evaluated_suites(self) -> tuple[str, ...]:
+        """The suites the run evaluates on: its own (aide2: its selection suites; algoevo: its tasks)."""
+        return (self.suite,)
+
     def arith_categories(self) -> tuple[str, ...]:
         """The arith categories a training loop trains and evaluates on."""
         raise ValueError(f"{self.loop} does not train on arith; its suites: {', '.join(self.SPEC.suites)}")
@@ -209,7 +213,8 @@ class RunConfig(Config):
             raise ValueError(f"start_from='champion' continues a program or harness search; {self.loop} cannot "
                              f"(loops that can: {', '.join(STARTS_FROM_CHAMPION)}); use start_from='seed'")
         if self.proposer == "llm" and "evolve" not in type(self).model_fields:
-            does = "measures fixed arms: nothing is proposed" if spec.family == "protocol" else "trains weights"
+            does = {"protocol": "measures fixed arms: nothing is proposed", "training": "trains weights"}.get(
+                spec.family, "has no llm path (its agent is the mutate proposer)")
             raise ValueError(f"proposer='llm' writes programs or harness edits; {self.loop} {does} "
                              "(use proposer='mutate', the default)")
         caps = [name for name in ("max_llm_tokens", "max_evaluations") if getattr(self, name) is not None]

@@ -19,6 +19,7 @@ from schemas.post_training import (
     PairedRolloutsConfig,
     PPOPACTConfig,
 )
+from schemas.algoevo import AlgoEvoConfig
 from schemas.arenaflow import ArenaFlowConfig
 from schemas.prior_or_feedback import PriorOrFeedbackConfig
 from schemas.mass import MassConfig
@@ -61,6 +62,9 @@ class Aide2Run(RunConfig):
     """evolve's candidate budget per selection suite per outer node."""
     inner_suites: tuple[str, ...] = ("circle_packing", "bin_packing")
     """The selection suites a candidate agent is run on."""
+
+    def evaluated_suites(self) -> tuple[str, ...]:
+        return tuple(self.inner_suites)
 
 
 class _HarnessRun(RunConfig):
@@ -229,6 +233,26 @@ class EvoAllocRun(RunConfig):
     evoalloc: EvoAllocConfig = EvoAllocConfig()
 
 
+class AlgoEvoRun(RunConfig):
+    SPEC = LoopSpec(name="algoevo", modifies="skills", family="search", suites=("circle_packing+bin_packing+lasso",),
+                    paper="AlgoEvo: accumulate effective modifications from algorithm search as skills for later tasks",
+                    budget_counts="child evaluations per task (algoevo.tasks, the last held out)", default_budget=16)
+    loop: Literal["algoevo"] = "algoevo"
+    algoevo: AlgoEvoConfig = AlgoEvoConfig()
+
+    def evaluated_suites(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.algoevo.tasks))
+
+    @model_validator(mode="after")
+    def _mutate_only(self) -> "AlgoEvoRun":
+        if self.proposer != "mutate":
+            raise ValueError(f"algoevo's agent is the mutate proposer's typed operators (the llm agent is not "
+                             f"built); got proposer={self.proposer!r}: use proposer='mutate'")
+        if self.suite_params:
+            raise ValueError("algoevo runs its tasks with their default cases; drop --param")
+        return self
+
+
 class ResearchWorldModelsRun(RunConfig):
     SPEC = LoopSpec(name="research_world_models", modifies="program",
                     family="search", suites=("lasso",),
@@ -390,7 +414,7 @@ class RPMemRun(RunConfig):
 LOOP_CONFIGS: tuple[type[RunConfig], ...] = (
     EvolveRun, Aide2Run, SelfHealingRun, GrowingHarnessRun, MedRSIRun, DesignerRSIRun, GraphSkillEvoRun,
     GRPORun, PPOPACTRun, OPDRun, PairedRolloutsRun, HarnessBanditRun, HarnessOrModelRun,
-    BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, ResearchWorldModelsRun, TraceRun, CoverRun,
+    BetterTurnsRun, DataSenseRun, DreamRSIRun, EvoAllocRun, AlgoEvoRun, ResearchWorldModelsRun, TraceRun, CoverRun,
     CodeMidasRun,
     DenseRun,
     SkillLiftRun,

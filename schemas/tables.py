@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from schemas.algoevo import AECardRow, AENodeRow, AEPatternRow, AETaskRunRow
 from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceRunRow, MaceUnitRow
 from schemas.forge import FGCostRow, FGFailureModeRow, FGPromptRow, FGStagnationRow, FGSynthRow, FGTrajRow
 from schemas.limbo import LimboArmRow, LimboMemoryRow, LimboStreamRow
@@ -121,6 +122,10 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("limbo_arms", LimboArmRow, ("run_id", "id")),
         TableSpec("limbo_stream", LimboStreamRow, ("run_id", "policy", "t")),
         TableSpec("limbo_memory", LimboMemoryRow, ("run_id", "policy", "entry")),
+        TableSpec("ae_cards", AECardRow, ("run_id", "id")),
+        TableSpec("ae_nodes", AENodeRow, ("run_id", "task_id", "round", "id")),
+        TableSpec("ae_patterns", AEPatternRow, ("run_id", "after_task", "id")),
+        TableSpec("ae_task_runs", AETaskRunRow, ("run_id", "position")),
     )
 }
 

@@ -16,7 +16,7 @@ from prefect import task
 from schemas.configs import SandboxConfig
 from schemas.ids import derived_id
 from schemas.rows import ExecutionRow
-from suites.base import Case, CaseResult
+from suites.base import Case, CaseResult, Suite
 from suites.executors import make_executor
 from tasks.runtime.context import RunRef, cases_by_split, dask_address, run_config, run_suite, store_for
 from tasks.runtime.failpoints import crash_point
@@ -64,11 +64,13 @@ def _publish(ref: RunRef, stage_tag: str, candidate_id: str, cases, results, see
 
 
 def run_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], cases: Sequence[Case],
-                   seed: int | None = None) -> None:
+                   seed: int | None = None, suite: Suite | None = None) -> None:
     """Evaluate each pending candidate on `cases` and publish its executions (idempotent).
     `seed` (default: the run's) is the executions' seed column and part of their ids, so
-    one case run under several noise seeds gives distinct executions."""
-    store, config, suite = store_for(ref.store_uri), run_config(ref), run_suite(ref)
+    one case run under several noise seeds gives distinct executions. `suite` (default:
+    the run's) runs the cases: a run over several suites (algoevo's tasks) names each."""
+    store, config = store_for(ref.store_uri), run_config(ref)
+    suite = suite or run_suite(ref)
     pending = [
         c for c in candidate_ids
         if not store.has_part("executions", ref.run_id, "execute", part_key(stage_tag, c))

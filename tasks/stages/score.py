@@ -48,14 +48,15 @@ def score_rows(
     ]
 
 
-def score_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str]) -> None:
-    """Score the executions published under `stage_tag` for these candidates (idempotent)."""
-    once(ref, "scores", "score", stage_tag, lambda: verdict_rows(ref, stage_tag, candidate_ids))
+def score_candidates(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], suite: Suite | None = None) -> None:
+    """Score the executions published under `stage_tag` for these candidates (idempotent);
+    `suite` (default: the run's) is the one whose cases they ran."""
+    once(ref, "scores", "score", stage_tag, lambda: verdict_rows(ref, stage_tag, candidate_ids, suite))
 
 
-def verdict_rows(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str]) -> list[ScoreRow]:
+def verdict_rows(ref: RunRef, stage_tag: str, candidate_ids: Sequence[str], suite: Suite | None = None) -> list[ScoreRow]:
     """The trusted scorer's rows for every execution published under `stage_tag`."""
-    store, suite = store_for(ref.store_uri), run_suite(ref)
+    store, suite = store_for(ref.store_uri), suite or run_suite(ref)
     cases = {c.case_id: c for c in suite.cases()}
     version = suite.scorer_version()
     rows: list[ScoreRow] = []

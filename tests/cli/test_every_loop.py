@@ -4,7 +4,8 @@ paired comparison), and answers in `ratchet sql`.
 evolve and aide2 have their own CLI tests (test_commands, test_resume, the demo); dream_rsi registers
 a policy, not a program with a holdout score (tests/flows/test_dream_rsi.py); evoalloc's default
 suite (bin_packing) scores below 0 (tests/flows/test_evoalloc.py runs it from the CLI), and so does
-research_world_models' lasso (tests/flows/test_research_world_models.py); rsi_anything (bin_packing too) is
+research_world_models' lasso (tests/flows/test_research_world_models.py); algoevo registers one best
+program per task on three suites with three scales (tests/flows/test_algoevo.py runs it from the CLI); rsi_anything (bin_packing too) is
 in NEGATIVE_ARGS: its registered program's held-out excess over the L1 bound is never negative."""
 
 import json
@@ -85,7 +86,7 @@ def store(prefect_server, tmp_path_factory):
 def test_the_table_covers_every_loop_without_its_own_cli_test():
     from flows import LOOPS
 
-    assert set(LOOPS) - {"evolve", "aide2", "dream_rsi", "evoalloc", "research_world_models"} == \
+    assert set(LOOPS) - {"evolve", "aide2", "dream_rsi", "evoalloc", "research_world_models", "algoevo"} == \
         set(LOOP_ARGS) | set(PROTOCOL_ARGS) | set(NEGATIVE_ARGS)
 
 

@@ -1,0 +1,1 @@
+"""AlgoEvo (issue 14): design skills, experience trees and cross-task pattern promotion."""
