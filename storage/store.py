@@ -36,7 +36,7 @@ from pydantic import BaseModel
 
 from schemas.arrow import rows_to_table, table_to_rows, to_arrow_schema
 from schemas.tables import TABLES, TableSpec, table_spec
-from storage import compaction
+from storage import compaction, part_cache
 from storage import fs as storefs
 from storage.errors import TerminalError, io_errors
 from storage.uris import DEFAULT_STORE
@@ -155,6 +155,8 @@ class TableStore:
             pq.write_table(data, sink, compression="zstd")
             path = f"{directory}/{name}"
             storefs.publish(self._loc, path, sink.getvalue())
+            if self._loc.is_local:
+                part_cache.remember(path, data)
         return self._loc.uri_of(path)
 
     def has_part(self, table: str, run_id: str, stage: str, key: str) -> bool:
@@ -285,13 +287,22 @@ class TableStore:
         schema = to_arrow_schema(spec.model)
         if not paths:
             return schema.empty_table()
+        if (cached := self._cached(paths)) is not None:
+            return cached
         import pyarrow.dataset as pads
 
         dataset = pads.dataset(list(paths), schema=schema, format="parquet", filesystem=self._loc.fs)
         return dataset.to_table()
 
+    def _cached(self, paths: Sequence[str]) -> pa.Table | None:
+        """The parts this process just wrote, from memory (``storage.part_cache``)."""
+        tables = part_cache.recall_all(list(paths)) if self._loc.is_local else None
+        return None if tables is None else tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
     def _read_columns(self, spec: TableSpec, paths: Sequence[str], columns: Sequence[str]) -> pa.Table:
         """Like ``read_files``, reading only ``columns`` (files in the order given)."""
+        if (cached := self._cached(paths)) is not None:
+            return cached.select(list(columns))
         import pyarrow.dataset as pads
 
         schema = to_arrow_schema(spec.model)
