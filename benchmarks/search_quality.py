@@ -52,7 +52,7 @@ POPULATION = 8
 TUNE_RATE = 0.2
 TPE_TRIALS = 6
 BEST_FIT = grammar.render(expression_of(SEED_PROGRAM))
-CIRCLE_EVALUATIONS = 100
+CIRCLE_EVALUATIONS = 50
 """Circle packing's default: about 10 minutes for 5 seeds on 2 shared cores (the
 issue's 2,000 would take hours here); the README says what was run."""
 
