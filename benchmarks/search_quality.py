@@ -22,7 +22,7 @@ same wall time, paired over the same seeds.
 
     python -m benchmarks.search_quality            # both parts, 5 seeds (evaluations below)
     python -m benchmarks.search_quality --part circle_packing --circle-evaluations 300
-    python -m benchmarks.search_quality --quick    # 2 seeds, 6 evaluations, or1 only; circles 6
+    python -m benchmarks.search_quality --quick    # 2 seeds, 6 evaluations, or1 only; circles 4
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ def ast_line(source: str) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 seeds, 6 evaluations (bin packing: or1 only)")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 seeds, 6 evaluations (bin packing, or1 only) and 4 (circle packing)")
     parser.add_argument("--part", choices=("all", "bin_packing", "circle_packing"), default="all")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--evaluations", type=int, default=60, help="bin packing, per method per seed")
@@ -168,7 +169,7 @@ def main(argv=None) -> None:
     if args.part in ("all", "bin_packing"):
         print(run(("or1",), 2, 6, 2) if args.quick else run(tuple(DATASET_FILES), args.seeds, args.evaluations, 6))
     if args.part in ("all", "circle_packing"):
-        print(circles.run(2, 6) if args.quick else circles.run(args.seeds, args.circle_evaluations))
+        print(circles.run(2, 4) if args.quick else circles.run(args.seeds, args.circle_evaluations))
 
 
 if __name__ == "__main__":
