@@ -8,7 +8,8 @@ Operators, each returning a new normalised structure (the parent is not changed)
 - ``circle_counts``: move one circle from one layer to another, split a layer in two,
   or merge two adjacent layers (the number of circles is kept);
 - ``circle_polish``: another polish, the iteration limit doubled or halved, or the
-  number of basin hops changed by -4..+4;
+  number of basin hops changed by -4..+4 (without a polish: always a polish, since
+  iterations and hops do nothing then);
 - ``circle_constant``: each constant (``CONSTANTS``) plus N(0, its step), clipped to
   its bounds;
 - ``circle_seed``: a new jitter seed (and, when the jitter is 0, a jitter of one step);
@@ -79,7 +80,9 @@ def recount(s: dict, rng: random.Random) -> dict:
 
 
 def repolish(s: dict, rng: random.Random) -> dict:
-    change = rng.choice(("method", "iterations", "hops"))
+    """Another polish, iterations doubled or halved, or hops changed; a structure with
+    no polish always gains one (any other change would do nothing)."""
+    change = "method" if s["polish"] == "none" else rng.choice(("method", "iterations", "hops"))
     if change == "method":
         return cp.normalised({**s, "polish": rng.choice([p for p in cp.POLISHES if p != s["polish"]])})
     if change == "iterations":

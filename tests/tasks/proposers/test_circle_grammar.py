@@ -129,3 +129,9 @@ def test_rendered_programs_run_in_the_sandbox_and_the_suite_scores_them():
     (result,) = SubprocessExecutor().run(cp.render(POLISHED), RUNNER_SOURCE, suite.entrypoint, cases)
     verdict = suite.score(cases[0], result.output)
     assert result.status == "ok" and verdict.valid and verdict.metrics["sum_radii"] > 2.5
+
+
+def test_a_structure_without_polish_always_gains_one():
+    rng = random.Random(0)
+    seed = cp.normalised(cp.SEED_STRUCTURE)
+    assert {cg.repolish(seed, rng)["polish"] for _ in range(20)} == {"slsqp", "penalty"}
