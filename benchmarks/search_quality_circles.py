@@ -145,7 +145,8 @@ def run(seeds: int, evaluations: int) -> str:
     best = max(f[1] for f in found)
     return (f"circle_packing n={N}, {evaluations} evaluations per seed for grammar, random-restart SLSQP for "
             f"the same wall time, {seeds} seeds, {time.perf_counter() - started:.0f} s\n\n{table([row])}\n\n"
-            + "\n".join(lines) + f"\n\ngrammar reached {TARGET} in {reached} of {seeds} seeds; best {best:.5f} "
-            f"(best known {BEST_KNOWN[N]:.10f}, {'reached' if best >= BEST_KNOWN[N] - 1e-7 else 'not reached'})\n")
+            + "\n".join(lines) + f"\n\ngrammar reached {TARGET} in {reached} of {seeds} seeds; best {best:.8f} "
+            f"(best known {BEST_KNOWN[N]:.10f}: {'reached' if best >= BEST_KNOWN[N] - 1e-7 else 'not reached'} "
+            "within 1e-7)\n")
 
 
