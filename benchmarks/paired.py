@@ -20,6 +20,7 @@ class PairedRow:
     b_name: str
     a: tuple[float, ...]
     b: tuple[float, ...]
+    digits: int = 3
 
     @property
     def differences(self) -> list[float]:
@@ -28,8 +29,9 @@ class PairedRow:
     def markdown(self) -> str:
         d = self.differences
         low, high = paired_bootstrap_ci(d)
-        return (f"| {self.finding} | {self.metric} | {self.a_name} {fmean(self.a):.3f} | "
-                f"{self.b_name} {fmean(self.b):.3f} | {fmean(d):+.3f} [{low:+.3f}, {high:+.3f}] | "
+        k = self.digits
+        return (f"| {self.finding} | {self.metric} | {self.a_name} {fmean(self.a):.{k}f} | "
+                f"{self.b_name} {fmean(self.b):.{k}f} | {fmean(d):+.{k}f} [{low:+.{k}f}, {high:+.{k}f}] | "
                 f"{sign_test_p(d):.2f} | {len(d)} |")
 
 
@@ -38,11 +40,12 @@ HEADER = ("| finding | metric | A (mean over seeds) | B (mean over seeds) | B âˆ
 
 
 def paired_row(finding: str, metric: str, a_name: str, a: Sequence[float], b_name: str,
-               b: Sequence[float]) -> PairedRow:
-    """A row comparing variant B against variant A on the same seeds (a[i], b[i] share seed i)."""
+               b: Sequence[float], digits: int = 3) -> PairedRow:
+    """A row comparing variant B against variant A on the same seeds (a[i], b[i] share seed i),
+    its values printed with ``digits`` decimals."""
     if len(a) != len(b) or not a:
         raise ValueError(f"{finding}: paired runs need the same non-zero number of seeds, got {len(a)} and {len(b)}")
-    return PairedRow(finding, metric, a_name, b_name, tuple(map(float, a)), tuple(map(float, b)))
+    return PairedRow(finding, metric, a_name, b_name, tuple(map(float, a)), tuple(map(float, b)), digits)
 
 
 def table(rows: Sequence[PairedRow]) -> str:

@@ -14,9 +14,12 @@ A parent that is not a grammar program (the suite's seed) is read as best fit,
 ``-gap``, which is what bin_packing's seed computes with its knobs at 0. A child over
 ``MAX_SIZE`` nodes, or equal to its parent, is redrawn (up to ``MAX_DRAWS`` times).
 
-A parent with no ``priority`` (e.g. circle_packing's ``construct_packing``) has no
-feature grammar here: its structure and constants are edited by the `mutate`
-proposer's operators, and the child is recorded as the grammar proposer's.
+A ``construct_packing(n)`` parent (circle_packing) is searched as a structure instead:
+layout family, per-layer counts, sizes and twists, jitter, polish and basin hops
+(``circle_program``), edited by the operators of ``circle_grammar`` (``circle_*``); the
+suite's seed is read as its rings with no polish. A parent with neither entrypoint has
+no grammar here: the `mutate` proposer's operators edit it, and the child is recorded
+as the grammar proposer's.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from schemas.configs import EvolveConfig
-from tasks.proposers import grammar
+from tasks.proposers import circle_grammar, circle_program, grammar
 from tasks.proposers.base import FailureMemoryItem, ParentInfo, Proposal, ProposerError
 from tasks.proposers.mutate import MutationProposer
 
@@ -37,12 +40,12 @@ MAX_SIZE = 60
 """Bloat limit: nodes of a child's expression."""
 
 
-def _defines_priority(source: str) -> bool:
+def _defines(source: str, name: str) -> bool:
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return False
-    return any(isinstance(n, ast.FunctionDef) and n.name == "priority" for n in tree.body)
+    return any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body)
 
 
 def expression_of(source: str) -> ast.expr:
@@ -93,7 +96,9 @@ class GrammarProposer:
         """A child of ``parents[0]`` (crossed with ``parents[1]`` when drawn)."""
         if not parents:
             raise ValueError("propose needs at least one parent; got none")
-        if not _defines_priority(parents[0].source):
+        if _defines(parents[0].source, "construct_packing"):
+            return self._propose_circles(parents, rng)
+        if not _defines(parents[0].source, "priority"):
             return replace(self._fallback.propose(parents, rng, failure_memory), proposer=self.name)
         a = expression_of(parents[0].source)
         b = expression_of(parents[1].source) if len(parents) > 1 else None
@@ -108,4 +113,21 @@ class GrammarProposer:
         raise ProposerError(
             f"every grammar edit drawn for parent {parents[0].candidate_id} reproduced a parent or "
             f"exceeded {MAX_SIZE} nodes ({MAX_DRAWS} draws)"
+        )
+
+    def _propose_circles(self, parents: Sequence[ParentInfo], rng: random.Random) -> Proposal:
+        """A circle packing child: one ``circle_grammar`` edit of the parents' structures."""
+        a = circle_program.structure_of(parents[0].source)
+        b = circle_program.structure_of(parents[1].source) if len(parents) > 1 else None
+        known = {p.source for p in parents[:2]}
+        for _ in range(MAX_DRAWS):
+            operator, child = circle_grammar.child_structure(a, b, rng, self.config.crossover_rate)
+            source = circle_program.render(child)
+            if source not in known:
+                parent_ids = tuple(p.candidate_id for p in parents[: 2 if operator == "circle_crossover" else 1])
+                summary = f"{operator}: " + circle_program.describe(child)
+                return Proposal(source, operator, parent_ids, self.name, summary)
+        raise ProposerError(
+            f"every circle structure edit drawn for parent {parents[0].candidate_id} reproduced a parent "
+            f"({MAX_DRAWS} draws)"
         )

@@ -2,12 +2,15 @@ import ast
 import math
 
 import benchmarks.search_quality as bench
+import benchmarks.search_quality_circles as circles
 from suites.bin_packing import SEED_PROGRAM, BinPacking
+from suites.circle_packing import SEED_PROGRAM as CIRCLE_SEED
+from tasks.proposers import circle_program as cp
 from tasks.proposers import grammar
 
 
 def test_quick_run_prints_the_paired_table_per_dataset(capsys):
-    bench.main(["--quick"])
+    bench.main(["--quick", "--part", "bin_packing"])
     out = capsys.readouterr().out
     assert "6 evaluations per method per seed, 2 search instances, 2 seeds" in out
     rows = [line for line in out.splitlines() if line.startswith("| or1 holdout")]
@@ -33,3 +36,39 @@ def test_tpe_trials_keep_the_structure_and_the_signs():
         (c,) = grammar.constants_of(grammar.parse(program))
         assert 0.125 <= c.value <= 2.0
         assert grammar.parse(program) is not None
+
+
+def test_quick_run_prints_the_circle_packing_row_against_random_restart_slsqp(capsys):
+    bench.main(["--quick", "--part", "circle_packing"])
+    out = capsys.readouterr().out
+    assert "circle_packing n=26, 4 evaluations per seed for grammar" in out and "2 seeds" in out
+    (row,) = [line for line in out.splitlines() if line.startswith("| circle_packing n=26")]
+    assert "random-restart SLSQP" in row and "grammar" in row
+    assert "best known 2.6359830849" in out
+    assert len([line for line in out.splitlines() if line.startswith("- seed ")]) == 2
+
+
+def test_circle_search_spends_exactly_its_evaluations_from_the_seed():
+    evaluator = circles.CircleEvaluator()
+    calls = []
+    original = evaluator.sum_radii
+    evaluator.sum_radii = lambda program: calls.append(program) or original(program)
+    best, value, _ = circles.search(evaluator, 3, seed=0)
+    assert len(calls) == 3 and calls[0] == CIRCLE_SEED
+    assert value == original(best) >= 2.2592  # the seed's 2.2593 at least, re-scored in the sandbox
+
+
+def test_tpe_trials_keep_the_structure_and_stay_in_bounds():
+    structure = {**cp.SEED_STRUCTURE, "polish": "slsqp"}
+    tried = circles.tune_structure(cp.render(structure), lambda program: 1.0, 3, seed=2)
+    assert len(tried) == 3
+    for program, _ in tried:
+        s = cp.parse(program)
+        assert s["counts"] == [1, 7, 14, 4] and s["polish"] == "slsqp" and s["family"] == "rings"
+        assert all(abs(a - b) <= 0.1 + 1e-9 for a, b in zip(s["sizes"], structure["sizes"]))
+        assert 0.0 <= s["jitter"] <= 0.02
+
+
+def test_random_restart_slsqp_finds_a_valid_packing_in_half_a_second():
+    best, restarts = circles.random_restart_slsqp(0.5, seed=0)
+    assert restarts >= 1 and 2.0 < best < 2.6359830849

@@ -1,4 +1,5 @@
-"""`ratchet run evolve --proposer grammar` on bin_packing: every child is the grammar's."""
+"""`ratchet run evolve --proposer grammar` on bin_packing (expression grammar) and
+circle_packing (structure grammar): every child is the grammar's."""
 
 import json
 
@@ -10,11 +11,19 @@ from cli.main import app
 pytestmark = [pytest.mark.integration]
 runner = CliRunner()
 
+BIN_OPERATORS = {"grammar_grow", "grammar_wrap", "grammar_constant", "grammar_crossover"}
+CIRCLE_OPERATORS = {"circle_layout", "circle_counts", "circle_polish", "circle_constant", "circle_seed",
+                    "circle_crossover"}
 
-def test_evolve_runs_with_the_grammar_proposer(prefect_server, tmp_path):
+
+@pytest.mark.parametrize("suite, params, operators", [
+    ("bin_packing", ["--param", "datasets=or1"], BIN_OPERATORS),
+    ("circle_packing", [], CIRCLE_OPERATORS),
+])
+def test_evolve_runs_with_the_grammar_proposer(prefect_server, tmp_path, suite, params, operators):
     store = str(tmp_path / "store")
-    result = runner.invoke(app, ["run", "evolve", "--suite", "bin_packing", "--proposer", "grammar", "--budget", "4",
-                                 "--param", "datasets=or1", "--store", store, "--no-tracking"])
+    result = runner.invoke(app, ["run", "evolve", "--suite", suite, "--proposer", "grammar", "--budget", "4",
+                                 *params, "--store", store, "--no-tracking"])
     assert result.exit_code == 0, result.output
     rows = runner.invoke(app, ["sql", "SELECT proposer, operator, artifact_uri FROM candidates WHERE round > 0",
                                "--store", store, "--format", "json"])
@@ -22,5 +31,4 @@ def test_evolve_runs_with_the_grammar_proposer(prefect_server, tmp_path):
     children = json.loads(rows.output)
     assert len(children) == 4
     assert {c["proposer"] for c in children} == {"grammar"}
-    assert {c["operator"] for c in children} <= {"grammar_grow", "grammar_wrap", "grammar_constant",
-                                                 "grammar_crossover"}
+    assert {c["operator"] for c in children} <= operators

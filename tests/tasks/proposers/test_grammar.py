@@ -5,7 +5,6 @@ import numpy as np
 
 from schemas.configs import EvolveConfig
 from suites.bin_packing import RUNNER_SOURCE, SEED_PROGRAM, BinPacking, best_fit_priority, pack_online
-from suites.circle_packing import SEED_PROGRAM as CIRCLE_SEED
 from suites.executors.subprocess import SubprocessExecutor
 from tasks.proposers import grammar, make_proposer
 from tasks.proposers.base import ParentInfo
@@ -90,8 +89,9 @@ def test_proposer_children_differ_from_the_seed_and_name_their_operator():
     assert {"grammar_grow", "grammar_wrap", "grammar_crossover"} <= operators
 
 
-def test_a_program_without_priority_is_edited_by_the_mutate_operators():
-    child = GrammarProposer(EvolveConfig()).propose([ParentInfo("c" * 64, CIRCLE_SEED, 2.2)], random.Random(0))
+def test_a_program_with_neither_entrypoint_is_edited_by_the_mutate_operators():
+    source = "def solve(x):\n    return x * 2.5 + 1\n"
+    child = GrammarProposer(EvolveConfig()).propose([ParentInfo("c" * 64, source, 2.2)], random.Random(0))
     assert child.proposer == "grammar" and child.operator in ("constant", "operator", "compare", "statement",
                                                               "swap_lines")
     ast.parse(child.source)
