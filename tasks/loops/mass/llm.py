@@ -3,9 +3,9 @@
 -> a revised workflow. Offline the honest default is the seeded mutation operators
 (``workflow.children``). An answer that is not the JSON asked for or breaks a
 structural constraint is not trusted: that child comes from a seeded operator instead,
-and the optimizer counts it (``unusable``), so a bad answer never fails the run. The
-executor and the judge stay ours in both paths (a stated deviation: the paper's model
-also executes and judges)."""
+and the optimizer counts it (``unusable``), so a bad answer (or none: a timeout, an
+HTTP error) never fails the run. The executor and the judge stay ours in both paths (a
+stated deviation: the paper's model also executes and judges)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tasks.harness_loops.menu import option_text
 from tasks.loops.mass.loop import Execution
 from tasks.loops.mass.workflow import FIELDS, WORKERS, Workflow, children
 from tasks.proposers import ProposerUnavailable
+from tasks.proposers.base import ProposerError
 from tasks.proposers.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, UNAVAILABLE, chat_completion, load_prompt
 
 PROMPT = "mass_optimizer.txt"
@@ -77,11 +78,15 @@ class LLMOptimizer(RuleOptimizer):
         for i in range(self.n):
             body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                     "max_tokens": self.config.llm_max_tokens, "temperature": 1.0 if i else 0.0}
-            answer = chat_completion(self.base_url, body, api_key=os.environ.get(ENV_API_KEY),
-                                     timeout_s=self.config.llm_timeout_s)
             self.calls += 1
-            self.tokens += (answer.tokens_in or 0) + (answer.tokens_out or 0)
-            wf = parse_workflow(answer.text, self.max_roles)
+            try:
+                answer = chat_completion(self.base_url, body, api_key=os.environ.get(ENV_API_KEY),
+                                         timeout_s=self.config.llm_timeout_s)
+            except ProposerError:  # no answer (a timeout, an HTTP error): that child's operator stands
+                answer = None
+            if answer is not None:
+                self.tokens += (answer.tokens_in or 0) + (answer.tokens_out or 0)
+            wf = None if answer is None else parse_workflow(answer.text, self.max_roles)
             if wf is None:
                 self.unusable += 1
             out.append(("llm_edit", wf) if wf is not None else fallback[i])

@@ -69,3 +69,9 @@ def test_llm_optimizer_edits_and_falls_back_to_the_operators(monkeypatch):
         assert opt.unusable == 2
     finally:
         server.shutdown()
+
+
+def test_calls_with_no_answer_fall_back_to_the_operators(gone_endpoint):
+    opt = LLMOptimizer(EvolveConfig(llm_timeout_s=5), seed=0, n=2, max_roles=4)
+    assert opt(Workflow(), RUNS, 1) == RuleOptimizer(0, 2, 4)(Workflow(), RUNS, 1)
+    assert (opt.calls, opt.tokens, opt.unusable) == (2, 0, 2)
