@@ -208,9 +208,10 @@ def proposal_rows(ref: RunRef, gen: int) -> tuple[list[GSESkillRow], list[Candid
         if child is None:
             continue
         row = skill_row(ref, gen, child, slot=slot)
-        if call is not None and not row.valid:  # the call's cost and raw answer, as the harness loops keep them
+        if call is not None and (not row.valid or row.skill_id in known):  # the call's cost and raw answer
+            why = row.reason if not row.valid else "the llm's answer repeats an existing skill"
             parent = known[child.parents[0]].candidate_id or child.parents[0]
-            unusable = unusable_row(ref, gen, parent, NoLLMEdit(row.reason or "", call))
+            unusable = unusable_row(ref, gen, parent, NoLLMEdit(why or "", call))
             if unusable.candidate_id not in candidates:
                 candidates.add(unusable.candidate_id)
                 new.append(unusable)
