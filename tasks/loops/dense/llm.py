@@ -5,9 +5,9 @@ mechanical (a dump, a flat list) or the ablation of the rule writer's tree, and 
 
 An answer that is not a tree of the plan's subgoals, or no answer (a timeout, an HTTP
 error), is a recorded failure, never a failed run: the document keeps the reason
-(``llm_error``) and carries no node, so the receiver retries as with no feedback. Offline (no RATCHET_LLM_* endpoint) the default
-rule writer (``tree.py``) is used and a run asking for `llm` stops at its distill stage
-with the message on how to configure one."""
+(``llm_error``) and carries no node, so the receiver retries as with no feedback.
+Offline (no RATCHET_LLM_* endpoint) the default rule writer (``tree.py``) is used and a
+run asking for `llm` stops at its distill stage with the message on how to configure one."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 revised prompt (harness) out (``tasks/proposers/prompts/forge_reflect.txt``). The revision
 goes through the same prompt gate as the rule reflector's. An answer that is no valid
 harness is no revision (``NoLLMEdit`` -> None); the step records it as an
-``llm_unusable`` candidate with its reason, raw answer and tokens. Offline the rule reflector
-(``prompt.rule_reflector``) is the default and this module is never called.
+``llm_unusable`` candidate with its reason, raw answer and tokens. Offline the rule
+reflector (``prompt.rule_reflector``) is the default and this module is never called.
 Deviation: the paper's abstractor, generator and verifier are LLMs too; here they are
 the signature clustering, the parameter generators and the simulation (``modes``, ``synth``)."""
 
@@ -41,7 +41,8 @@ class LLMReflector:
     def __init__(self, config: EvolveConfig) -> None:
         self.config, self.refused = config, []
 
-    def __call__(self, traces: Sequence[Trace], harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+    def __call__(self, traces: Sequence[Trace], harness: Mapping[str, Any],
+                 rng: random.Random) -> dict[str, Any] | None:
         source = harness_source(dict(harness))
         try:
             document, _ = edited_harness(content_id(source), source, reflect_brief(traces), self.config, rng)

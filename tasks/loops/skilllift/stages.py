@@ -167,7 +167,8 @@ def inner(ref: RunRef, round_index: int) -> list[str]:
         chosen = top_k([v for v in visited if v.skill_id != champion], s.top_k, executed)
         picked = {v.skill_id for v in chosen}
         proposer = "llm" if config.proposer == "llm" else "rubric_hill_climb"
-        return [*(candidate_row(ref, round_index, v, proposer) for v in chosen), *refused_rows(ref, round_index, revise),
+        return [*(candidate_row(ref, round_index, v, proposer) for v in chosen),
+                *refused_rows(ref, round_index, revise),
                 *(skill_row(ref, round_index, v, ver, v.skill_id in picked) for v in visited),
                 cost_row(ref, round_index, "inner", [], reviser_tokens(revise), len(visited) * len(rubric))]
 
