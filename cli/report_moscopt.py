@@ -50,6 +50,7 @@ def moscopt_figure(series: MoscoptSeries) -> Figure:
         ax.scatter([e["round"]], [e["val_after"]], color=colour if e["accepted"] else "none", edgecolors=colour, zorder=3)
     for stage, colour in STAGE_COLOURS.items():
         ax.scatter([], [], color=colour, label=f"stage {stage}" if stage else "all at once")
+    ax.set_xticks(sorted({e["round"] for e in series.edits}))
     ax.set_xlabel("edit round")
     ax.set_ylabel("validation (select) success")
     ax.set_title("before -> after each edit (filled: accepted)", fontsize=10)

@@ -61,6 +61,8 @@ def prior_or_feedback_build(con, run_id: str) -> tuple[PriorOrFeedbackSeries, st
 
 
 def prior_or_feedback_figure(series: PriorOrFeedbackSeries) -> Figure:
+    from matplotlib.ticker import MaxNLocator
+
     from cli.report_draw import new_figure
 
     figure = new_figure(13.0, 5.0)
@@ -71,6 +73,7 @@ def prior_or_feedback_figure(series: PriorOrFeedbackSeries) -> Figure:
         label = f"{proposer} (test {sum(tests) / len(tests):.4f})" if tests else proposer
         ax.plot(ts, best, marker="o", markersize=3, color=COLOURS.get(proposer, "#9467bd"), label=label)
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("trial t")
     ax.set_ylabel("best validation nRMSE so far (mean over searches)")
     ax.set_title("search progress; legend: mean final test nRMSE", fontsize=10)

@@ -74,3 +74,17 @@ def chat_endpoint(monkeypatch):
     yield state
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def gone_endpoint(monkeypatch):
+    """RATCHET_LLM_* pointed at a port nothing listens on: every call is refused (the
+    endpoint went away), a TransientProposerError the llm paths must record, not raise."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RATCHET_LLM_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("RATCHET_LLM_MODEL", "gone-model")
+    return port

@@ -104,3 +104,77 @@ def test_cover_llm_inputs_join_the_test_policy(prefect_server, served, recorded,
     empty = {w["prob_id"] for w in written if not w["inputs"]}
     assert not any(t["generator"] == "llm" and t["prob_id"] in empty for t in rows["cover_test"])
     assert recorded.finished(store, "llm-cover")
+
+
+def toolsim_run(loop: str, recorded, **sections) -> RunConfig:
+    """One round of a later loop on 5 instances per template, answers capped as above."""
+    return RunConfig(loop=loop, suite="toolsim", budget=1, seed=0, workers=1, tracking=False, proposer="llm",
+                     suite_params={"instances_per_template": 5},
+                     evolve=EvolveConfig(llm_max_tokens=recorded.max_tokens), **sections)
+
+
+def unusable_rows(store, run_id: str) -> list:
+    """The run's ``llm_unusable`` candidates, each a real call (tokens, raw answer) with its
+    reason, never executed."""
+    executed = {e.candidate_id for e in store.read_rows("executions", run_id)}
+    rows = [c for c in store.read_rows("candidates", run_id) if c.operator == "llm_unusable"]
+    for c in rows:
+        record = json.loads(store.get_blob(c.candidate_id))
+        assert c.tokens_in > 50 and c.tokens_out > 0 and c.candidate_id not in executed
+        assert record["reason"] and record["answer"] is not None and "answer=" in c.summary
+    return rows
+
+
+def test_skilllift_one_llm_revision(prefect_server, served, recorded, tmp_path):
+    """The reviser's one answer is either a visited skill (``llm_revise``) or an
+    ``llm_unusable`` candidate; the cost table's framework tokens are the call's."""
+    from flows.skilllift import skilllift
+
+    config = toolsim_run("skilllift", recorded, skilllift={"inner_iterations": 1, "proposals": 1, "top_k": 1})
+    skilllift(config=config, store_uri=str(tmp_path), run_id="llm-skilllift")
+    store = open_store(str(tmp_path))
+    rows = {}
+    for r in store.read_rows("distillates", "llm-skilllift"):
+        rows.setdefault(r.kind, []).append(json.loads(r.content))
+    (inner,) = [c for c in rows["skilllift_cost"] if c["phase"] == "inner"]
+    revised = [s for s in rows["skilllift_skills"] if s["operator"] == "llm_revise"]
+    unusable = unusable_rows(store, "llm-skilllift")
+    assert len(revised) + len(unusable) == 1 and inner["framework_tokens"] > 50
+    assert recorded.finished(store, "llm-skilllift")
+
+
+def test_graphskillevo_one_llm_mutation(prefect_server, served, recorded, tmp_path):
+    """A skill program (entrypoint ``skill``): an answer that gives no valid skill is an
+    invalid ``gse_skills`` row with its reason and an ``llm_unusable`` candidate with its
+    call; a valid one is a candidate written by the llm that carries its call."""
+    from flows.graphskillevo import graphskillevo
+
+    config = toolsim_run("graphskillevo", recorded, graphskillevo={"population": 1, "offspring": 1,
+                                                                    "operators": ["mutate"], "batch": 2})
+    graphskillevo(config=config, store_uri=str(tmp_path), run_id="llm-gse")
+    store = open_store(str(tmp_path))
+    children = [s for s in store.read_rows("gse_skills", "llm-gse") if s.gen == 1]  # none: it repeated the seed
+    written = [c for c in store.read_rows("candidates", "llm-gse") if c.proposer == "llm"]
+    assert len(children) <= 1 and len(written) == 1 and written[0].tokens_out > 0
+    if children and children[0].valid:
+        assert written[0].operator == "llm_mutate" and written[0].candidate_id == children[0].candidate_id
+    else:
+        assert all(c.op == "llm_mutate" and c.reason for c in children) and unusable_rows(store, "llm-gse") == written
+    assert recorded.finished(store, "llm-gse")
+
+
+def test_arenaflow_one_llm_judged_match(prefect_server, served, recorded, tmp_path):
+    """The judge's JSON verdict decides the match, or the rule comparator does and the match
+    says why the answer was not used."""
+    from flows.arenaflow import arenaflow
+
+    config = RunConfig(loop="arenaflow", suite="toolsim", budget=1, seed=0, workers=1, tracking=False,
+                       proposer="llm", suite_params={"instances_per_template": 5},
+                       evolve=EvolveConfig(llm_max_tokens=recorded.max_tokens),
+                       arenaflow={"batch": 1, "group_size": 2})
+    arenaflow(config=config, store_uri=str(tmp_path), run_id="llm-arena")
+    store = open_store(str(tmp_path))
+    (match,) = store.read_rows("af_matches", "llm-arena")
+    assert match.judged_by == "llm" or match.judged_by.startswith("rule (llm answer unusable: ")
+    assert match.winner in (match.a, match.b)
+    assert recorded.finished(store, "llm-arena")

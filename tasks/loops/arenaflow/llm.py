@@ -5,7 +5,8 @@ used in key steps. Offline the honest default is the rule comparator
 (``arena.compare``). An answer that is not the JSON asked for, or names a step that is
 no state change of the winner, is not trusted: the rule comparator's verdict stands for
 that match, the match records why (``af_matches.judged_by``) and the judge counts it
-(``unusable``), so a bad answer never fails the run.
+(``unusable``), so a bad answer never fails the run; so does a call that got no answer
+(a timeout, an HTTP error).
 Deviations: the judge's winner and key steps are used; the skills used at those steps
 are read from the winner's trace (which rules fired up to them), not from the answer's
 ``skill_ids``, and the library's skill text is the option's own (``menu.OPTIONS``), not
@@ -23,6 +24,7 @@ from schemas.configs import EvolveConfig
 from tasks.loops.arenaflow.arena import Judge, Match, Trajectory, compare, state_changing, used_options
 from tasks.proposers.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, UNAVAILABLE, chat_completion, load_prompt
 from tasks.proposers import ProposerUnavailable
+from tasks.proposers.base import ProposerError
 from tasks.runtime.context import RunRef, run_config
 
 PROMPT = "arenaflow_judge.txt"
@@ -77,16 +79,17 @@ class LLMJudge:
                                                skills=self.skills)
         body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                 "max_tokens": self.config.llm_max_tokens, "temperature": 0.0}
-        answer = chat_completion(self.base_url, body, api_key=os.environ.get(ENV_API_KEY),
-                                 timeout_s=self.config.llm_timeout_s)
         counter = getattr(self, "parent", self)
         counter.calls += 1
-        counter.tokens += (answer.tokens_in or 0) + (answer.tokens_out or 0)
         try:
+            answer = chat_completion(self.base_url, body, api_key=os.environ.get(ENV_API_KEY),
+                                     timeout_s=self.config.llm_timeout_s)
+            counter.tokens += (answer.tokens_in or 0) + (answer.tokens_out or 0)
             return parse_verdict(answer.text, a, b, round_, option_ids)
-        except UnusableVerdict as why:
+        except (UnusableVerdict, ProposerError) as why:  # no answer (timeout, HTTP error) is data too
             counter.unusable += 1
-            return replace(compare(a, b, round_, option_ids), judged_by=f"rule (llm answer unusable: {why})")
+            kind = "answer unusable" if isinstance(why, UnusableVerdict) else "call failed"
+            return replace(compare(a, b, round_, option_ids), judged_by=f"rule (llm {kind}: {str(why)[:300]})")
 
 
 def judge_for(ref: RunRef) -> Judge:

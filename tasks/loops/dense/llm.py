@@ -3,11 +3,11 @@ subtask tree JSON (``prompts/dense_tree.txt``) -> the rendered ``tree`` document
 receiver reads. Only the ``tree`` method is written by the model; the other methods are
 mechanical (a dump, a flat list) or the ablation of the rule writer's tree, and stay so.
 
-An answer that is not a tree of the plan's subgoals is a recorded failure, never a
-failed run: the document keeps the reason (``llm_error``) and carries no node, so the
-receiver retries as with no feedback. Offline (no RATCHET_LLM_* endpoint) the default
-rule writer (``tree.py``) is used and a run asking for `llm` stops at its distill stage
-with the message on how to configure one."""
+An answer that is not a tree of the plan's subgoals, or no answer (a timeout, an HTTP
+error), is a recorded failure, never a failed run: the document keeps the reason
+(``llm_error``) and carries no node, so the receiver retries as with no feedback.
+Offline (no RATCHET_LLM_* endpoint) the default rule writer (``tree.py``) is used and a
+run asking for `llm` stops at its distill stage with the message on how to configure one."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tasks.harness_loops.llm_edit import brief
 from tasks.loops.dense.refit import rule_writer
 from tasks.loops.dense.tree import plan_of, subgoal_name
 from tasks.proposers import LLMProposer, ProposerUnavailable
+from tasks.proposers.base import ProposerError
 from tasks.proposers.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, chat_completion
 
 PROMPT = "dense_tree.txt"
@@ -64,11 +65,11 @@ def llm_writer(config: EvolveConfig) -> Callable[[str, Case, Any], dict[str, Any
         template = case.payload["template"]
         body = {"model": os.environ[ENV_MODEL], "temperature": 0.0, "max_tokens": config.llm_max_tokens,
                 "messages": [{"role": "user", "content": prompt(template, episode.steps)}]}
-        reply = chat_completion(os.environ[ENV_BASE_URL], body, api_key=os.environ.get(ENV_API_KEY),
-                                timeout_s=config.llm_timeout_s)
         try:
+            reply = chat_completion(os.environ[ENV_BASE_URL], body, api_key=os.environ.get(ENV_API_KEY),
+                                    timeout_s=config.llm_timeout_s)
             return validated_tree(reply.text, template)
-        except (ValueError, AttributeError) as exc:  # json.JSONDecodeError is a ValueError
+        except (ValueError, AttributeError, TypeError, ProposerError) as exc:  # JSONDecodeError is a ValueError
             return {"method": "tree", "template": template, "root": {"status": "open", "open_issues": []},
                     "nodes": [], "llm_error": str(exc)[:300]}
 

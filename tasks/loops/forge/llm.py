@@ -1,8 +1,9 @@
 """FORGE's reflector behind `proposer: llm`: the batch's imperfect trajectories in, one
 revised prompt (harness) out (``tasks/proposers/prompts/forge_reflect.txt``). The revision
 goes through the same prompt gate as the rule reflector's. An answer that is no valid
-harness is no revision (``NoLLMEdit`` -> None). Offline the rule reflector
-(``prompt.rule_reflector``) is the default and this module is never called.
+harness is no revision (``NoLLMEdit`` -> None); the step records it as an
+``llm_unusable`` candidate with its reason, raw answer and tokens. Offline the rule
+reflector (``prompt.rule_reflector``) is the default and this module is never called.
 Deviation: the paper's abstractor, generator and verifier are LLMs too; here they are
 the signature clustering, the parameter generators and the simulation (``modes``, ``synth``)."""
 
@@ -33,12 +34,24 @@ def reflect_brief(traces: Sequence[Trace]) -> str:
     return brief(PROMPT, count=len(failed), total=len(traces), trajectories="\n".join(blocks) or "(none)")
 
 
-def llm_reflector(config: EvolveConfig) -> Reflector:
-    def reflect(traces: Sequence[Trace], harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+class LLMReflector:
+    """The reflector over the chat endpoint; ``refused``: why each answer it could not use
+    gave no revision, which the step records as an ``llm_unusable`` candidate."""
+
+    def __init__(self, config: EvolveConfig) -> None:
+        self.config, self.refused = config, []
+
+    def __call__(self, traces: Sequence[Trace], harness: Mapping[str, Any],
+                 rng: random.Random) -> dict[str, Any] | None:
         source = harness_source(dict(harness))
         try:
-            document, _ = edited_harness(content_id(source), source, reflect_brief(traces), config, rng)
-        except NoLLMEdit:
+            document, _ = edited_harness(content_id(source), source, reflect_brief(traces), self.config, rng)
+        except NoLLMEdit as reason:
+            if reason.asked:
+                self.refused.append(reason)
             return None
         return document
-    return reflect
+
+
+def llm_reflector(config: EvolveConfig) -> Reflector:
+    return LLMReflector(config)

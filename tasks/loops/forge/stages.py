@@ -26,6 +26,7 @@ from schemas.loops import ForgeRun
 from schemas.rows import CandidateRow, StepRow
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import harness_document
+from tasks.harness_loops.llm_edit import is_unusable, unusable_row
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.forge.llm import llm_reflector
 from tasks.loops.forge.modes import abstract, memory_bytes, memory_of
@@ -160,13 +161,15 @@ def reflect_prompt(ref: RunRef, step: int, prompt_id: str, data_id: str) -> str 
         return None
     done = store_for(ref.store_uri).has_part("candidates", ref.run_id, "sample", key)
     if done:
-        rows = store_for(ref.store_uri).read_part("candidates", ref.run_id, "sample", key)
+        rows = [r for r in store_for(ref.store_uri).read_part("candidates", ref.run_id, "sample", key)
+                if not is_unusable(r)]
         candidate = rows[0].candidate_id if rows else None
     else:
         reflector = llm_reflector(config.evolve) if config.proposer == "llm" else rule_reflector
         revised = reflector(traces, harness_of(ref, prompt_id), random.Random(seed_for(config.seed, "reflect", step)))
         if revised is None or content_id(harness_source(revised)) == prompt_id:
-            once(ref, "candidates", "sample", key, lambda: [])
+            refused = [unusable_row(ref, step, prompt_id, why) for why in getattr(reflector, "refused", [])]
+            once(ref, "candidates", "sample", key, lambda: refused)
             return None
         candidate = publish(ref, "sample", key, harness_source(revised).encode(), step, [prompt_id], "reflect",
                             run_suite(ref).artifact_kind, f"step {step}: reflected on "

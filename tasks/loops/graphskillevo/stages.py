@@ -24,6 +24,7 @@ from schemas.rows import CandidateRow, ExecutionRow
 from suites.base import Case
 from tasks.harness_loops.documents import harness_source, literal_document
 from tasks.harness_loops.episodes import case_index, episode_of, run_missing
+from tasks.harness_loops.llm_edit import NoLLMEdit, unusable_row
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.graphskillevo.graph import canonical, compile_harness, from_harness, invalid_reason, skill_id
 from tasks.loops.graphskillevo.llm import llm_crossover, llm_mutate
@@ -95,11 +96,15 @@ def batch(ref: RunRef, gen: int) -> list[Case]:
 # -- skill rows ------------------------------------------------------------------------
 
 
-def skill_row(ref: RunRef, gen: int, offspring: Offspring, candidate_id: str | None = None) -> GSESkillRow:
-    """The offspring's ``gse_skills`` row after the validity check."""
+def skill_row(ref: RunRef, gen: int, offspring: Offspring, candidate_id: str | None = None,
+              slot: int | None = None) -> GSESkillRow:
+    """The offspring's ``gse_skills`` row after the validity check. An answer that held no
+    skill is keyed by its generation and slot too, so two such answers with the same
+    reason are two rows, not one."""
     skill = offspring.skill
     reason = offspring.rationale if skill is None else invalid_reason(skill)
-    text = canonical(skill) if skill is not None else canonical({"answer": offspring.rationale})
+    text = canonical(skill) if skill is not None else canonical({"answer": offspring.rationale, "gen": gen,
+                                                                  "slot": slot})
     principles = skill.get("principles", []) if isinstance(skill, dict) else []
     graph = skill.get("graph", {}) if isinstance(skill, dict) else {}
     if reason is None and candidate_id is None:
@@ -190,7 +195,8 @@ def offspring_of(ref: RunRef, gen: int, slot: int, members: Sequence[str], rng: 
 
 
 def proposal_rows(ref: RunRef, gen: int) -> tuple[list[GSESkillRow], list[CandidateRow]]:
-    """Every new offspring's skill row and, for valid ones with a new harness, its candidate."""
+    """Every new offspring's skill row and, for valid ones with a new harness, its candidate;
+    an llm answer that gave no valid skill is an ``llm_unusable`` candidate (never run)."""
     config, known = run_config(ref), skills(ref)
     store, suite = store_for(ref.store_uri), run_suite(ref)
     members = population(ref, gen - 1)
@@ -201,7 +207,14 @@ def proposal_rows(ref: RunRef, gen: int) -> tuple[list[GSESkillRow], list[Candid
         child, call = offspring_of(ref, gen, slot, members, rng, known)
         if child is None:
             continue
-        row = skill_row(ref, gen, child)
+        row = skill_row(ref, gen, child, slot=slot)
+        if call is not None and (not row.valid or row.skill_id in known):  # the call's cost and raw answer
+            why = row.reason if not row.valid else "the llm's answer repeats an existing skill"
+            parent = known[child.parents[0]].candidate_id or child.parents[0]
+            unusable = unusable_row(ref, gen, parent, NoLLMEdit(why or "", call))
+            if unusable.candidate_id not in candidates:
+                candidates.add(unusable.candidate_id)
+                new.append(unusable)
         if row.skill_id in known:
             continue  # an existing skill is no new offspring
         known[row.skill_id] = row

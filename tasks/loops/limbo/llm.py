@@ -1,9 +1,9 @@
 """LIMBO's budgeted agent behind `proposer: llm`: the chat endpoint is the agent's
 in-request repair (failed trace in, one edited harness out;
 ``tasks/proposers/prompts/limbo_repair.txt``), spending one of the arm's turns; an
-answer that is no valid harness is no repair (the request's turns end). The controller
-is never an LLM. Offline the rule proposer (``agent.rule_repair``) is the default and
-this module is never called."""
+answer that is no valid harness is no repair (the request's turns end), recorded as an
+``llm_unusable`` candidate of the block. The controller is never an LLM. Offline the
+rule proposer (``agent.rule_repair``) is the default and this module is never called."""
 
 from __future__ import annotations
 
@@ -26,12 +26,22 @@ def repair_brief(trace: Trace) -> str:
                  broken=", ".join(trace.broken) or "-", trajectory="\n".join(lines[-20:]) or "(no steps)")
 
 
-def llm_repairer(config: EvolveConfig) -> Repairer:
-    def repair(trace: Trace, harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+class LLMRepairer:
+    """The repair turn over the chat endpoint; ``refused``: (the repaired harness's id, why)
+    of every answer it could not use, for the block's ``llm_unusable`` candidates."""
+
+    def __init__(self, config: EvolveConfig) -> None:
+        self.config, self.refused = config, []
+
+    def __call__(self, trace: Trace, harness: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
         source = harness_source(dict(harness))
         try:
-            document, _ = edited_harness(content_id(source), source, repair_brief(trace), config, rng)
-        except NoLLMEdit:
+            document, _ = edited_harness(content_id(source), source, repair_brief(trace), self.config, rng)
+        except NoLLMEdit as why:
+            self.refused.extend([(content_id(source), why)] if why.asked else [])
             return None
         return document
-    return repair
+
+
+def llm_repairer(config: EvolveConfig) -> Repairer:
+    return LLMRepairer(config)

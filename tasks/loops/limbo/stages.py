@@ -24,6 +24,7 @@ from schemas.ids import derived_id
 from schemas.limbo import LimboArmRow, LimboStreamRow
 from schemas.loops import LimboRun
 from schemas.rows import StepRow
+from tasks.harness_loops.llm_edit import unusable_row
 from tasks.loops.limbo.agent import rule_repair
 from tasks.loops.limbo.llm import llm_repairer
 from tasks.loops.limbo.memory import ARMS, memory_bytes
@@ -89,10 +90,16 @@ def play_block(ref: RunRef, arm: str | None, block: int, state_id: str | None) -
     state = state_of(json.loads(store.get_blob(state_id)), config.limbo) if state_id else \
         initial_state(config.limbo, arm)
     size = config.limbo.block
+    repairer = llm_repairer(config.evolve) if config.proposer == "llm" else rule_repair
     steps = play(requests_of(ref)[block * size:(block + 1) * size], arm, state, config.limbo, config.seed,
-                 execution_id=lambda r: execution_id(ref, arm, r.t),
-                 repairer=llm_repairer(config.evolve) if config.proposer == "llm" else rule_repair)
+                 execution_id=lambda r: execution_id(ref, arm, r.t), repairer=repairer)
     key = block_key(arm, block)
+    if config.proposer == "llm":  # the repair answers that gave no harness, with their calls
+        seen = {c.candidate_id for c in store.read_rows("candidates", ref.run_id)}  # a fixed arm's same answer
+        rows = {u.candidate_id: u for u in (unusable_row(ref, block, parent, why)
+                                            for parent, why in getattr(repairer, "refused", []))
+                if u.candidate_id not in seen}
+        once(ref, "candidates", "llm_unusable", key, lambda: list(rows.values()))
     if arm is None:
         for step in steps:
             store.put_blob(memory_bytes(step.memory))

@@ -24,6 +24,7 @@ from schemas.loops import MaceRun
 from schemas.mace import MaceInjectionRow, MaceOutputRow, MaceRelationRow, MaceRunRow, MaceUnitRow
 from schemas.rows import CandidateRow, StepRow
 from suites.base import Case
+from tasks.harness_loops.llm_edit import NoLLMEdit, unusable_row
 from tasks.loops.mace.memory import ROLES, Memory, add_units, memory_of, mine_units
 from tasks.loops.mace.llm import llm_units
 from tasks.loops.mace.practice import Miner, role_outputs, run_request, seed_memory
@@ -47,12 +48,20 @@ def limits_of(config: MaceRun) -> Limits:
     return Limits(m.inject_budget, m.max_sets, m.risk_floor, m.min_obs, m.conflict_margin)
 
 
-def miner_of(config: MaceRun, *stream: object) -> Miner:
-    """The unit miner: the rule proposer's (offline default), or the chat endpoint's."""
+def miner_of(config: MaceRun, *stream: object, refused: list[NoLLMEdit] | None = None) -> Miner:
+    """The unit miner: the rule proposer's (offline default), or the chat endpoint's (the
+    answers that gave no unit appended to ``refused``)."""
     if config.proposer != "llm":
         return mine_units
     rng = random.Random(seed_for(config.seed, "mine", *stream))
-    return lambda traces: llm_units(traces, config.evolve, rng)
+    return lambda traces: llm_units(traces, config.evolve, rng, refused)
+
+
+def record_refused(ref: RunRef, key: str, round_index: int, parent: str, refused: list[NoLLMEdit]) -> None:
+    """The miner's unusable answers as ``llm_unusable`` candidates (never run), under `proposer: llm`."""
+    if config_of(ref).proposer == "llm":
+        rows = {r.candidate_id: r for r in (unusable_row(ref, round_index, parent, why) for why in refused)}
+        once(ref, "candidates", "llm_unusable", key, lambda: list(rows.values()))
 
 
 def round_key(round_index: int) -> str:
@@ -90,8 +99,10 @@ def publish_memory(ref: RunRef, stage: str, key: str, memory: Memory, round_inde
 
 def _seed_logs(ref: RunRef) -> tuple[list[MaceRunRow], Memory]:
     """The past logs (the seed harness on every train request) and the units they yield."""
-    config = config_of(ref)
-    logs, memory = seed_memory(list(train_cases(ref).values()), config.mace.max_units, miner_of(config, "start"))
+    config, refused = config_of(ref), []
+    logs, memory = seed_memory(list(train_cases(ref).values()), config.mace.max_units,
+                               miner_of(config, "start", refused=refused))
+    record_refused(ref, "start", 0, Memory().memory_id, refused)
     rows = [MaceRunRow(run_id=ref.run_id, episode_id=derived_id(ref.run_id, "log", a.case.case_id), round=-1,
                        phase="log", arm="seed", bench="toolsim", task_id=a.case.case_id, mem_ver="", result=a.result)
             for a in logs]
@@ -189,7 +200,9 @@ def distill_memory(ref: RunRef, round_index: int, mem_id: str) -> str:
     updated = update(memory, [(injections, results[eid]) for eid, _, injections in plan], config.mace.smoothing)
     traces = [trace_of(cid, cases[cid].payload, run_request(cases[cid], memory, injections))
               for _, cid, injections in plan]
-    new = add_units(updated, miner_of(config, round_index)(traces), config.mace.max_units)
+    refused: list[NoLLMEdit] = []
+    new = add_units(updated, miner_of(config, round_index, refused=refused)(traces), config.mace.max_units)
+    record_refused(ref, key, round_index, mem_id, refused)
     reporter().advance(1, f"round {round_index}")
     if new.memory_id == mem_id:
         return mem_id

@@ -22,7 +22,7 @@ from schemas.rows import CandidateRow, TrainStepRow
 from suites.toolsim.templates import TEMPLATES
 from tasks.harness_loops.menu import OPTION_IDS
 from tasks.loops.mass import policy as pol
-from tasks.loops.mass.llm import LLMOptimizer, RuleOptimizer
+from tasks.loops.mass.llm import LLMOptimizer, RuleOptimizer, refused_rows
 from tasks.loops.mass.loop import Execution, distill, generation, judge, run_workflow
 from tasks.loops.mass.workflow import Workflow, from_spec
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -118,6 +118,8 @@ def inner_generation(ref: RunRef, g: int) -> int:
             (k.wf_id, (op, k)) for op, k in out.children).values()])
     once(ref, "mass_executions", STAGE, key, lambda: [r for wf_id, runs in out.executions.items()
                                                        for r in execution_rows(ref, g, wf_id, runs, "train")])
+    if run_config(ref).proposer == "llm":  # the answers the optimizer could not use
+        once(ref, "candidates", "llm_unusable", key, lambda: refused_rows(ref, g, propose))
     parent_runs = {e.case_id: e for e in out.executions[out.parent.wf_id]}
     pairs = [MassPairwiseRow(run_id=ref.run_id, gen=g, exec_a=exec_id(ref, g, wf_id, e.case_id),
                              exec_b=exec_id(ref, g, out.parent.wf_id, e.case_id), judge_model="checker+cost",

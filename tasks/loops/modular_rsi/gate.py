@@ -29,7 +29,7 @@ from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.harness_loops.episodes import case_index, harness_document, run_missing
-from tasks.harness_loops.llm_edit import NoLLMEdit
+from tasks.harness_loops.llm_edit import NoLLMEdit, unusable_row
 from tasks.harness_loops.tracking import track_candidate
 from tasks.loops.modular_rsi.contrast import Finding
 from tasks.loops.modular_rsi.evolve import ModuleEdit, case_literals, integrate, version
@@ -58,7 +58,9 @@ def rejected(ref: RunRef, round_index: int) -> frozenset[str]:
                      if r.round < round_index and not r.accepted)
 
 
-def gated_edits(ref: RunRef, round_index: int) -> list[Gated]:
+def gated_edits(ref: RunRef, round_index: int, refused: list[NoLLMEdit] | None = None) -> list[Gated]:
+    """The round's edits through the three checks; under `proposer: llm` the answers that
+    gave no edit are appended to ``refused``."""
     config, store = run_config(ref), store_for(ref.store_uri)
     cases, got = batch_traces(ref, round_index)
     found = [Finding(f.module, f.event, tuple(f.support_task_ids))
@@ -67,12 +69,15 @@ def gated_edits(ref: RunRef, round_index: int) -> list[Gated]:
             pool_literals(ref), rejected(ref, round_index))
     if config.modular_rsi.mode == "monolithic":
         return chained_edits(*args)[0]
-    return module_edits(*args, modifier=llm_modifier(ref, round_index) if config.proposer == "llm" else None)
+    llm = config.proposer == "llm"
+    return module_edits(*args, modifier=llm_modifier(ref, round_index, [] if refused is None else refused)
+                        if llm else None)
 
 
-def llm_modifier(ref: RunRef, round_index: int):
+def llm_modifier(ref: RunRef, round_index: int, refused: list[NoLLMEdit]):
     """The `proposer: llm` modifier: the endpoint edits the finding's module, shown the
-    module's earlier edits and verdicts; an answer that is no edit gives none."""
+    module's earlier edits and verdicts; an answer that is no edit gives none and is
+    appended to ``refused`` (with its call)."""
     config = run_config(ref)
     earlier = [e for e in store_for(ref.store_uri).read_rows("mrsi_module_edits", ref.run_id) if e.round < round_index]
 
@@ -82,7 +87,9 @@ def llm_modifier(ref: RunRef, round_index: int):
         rng = random.Random(seed_for(config.seed, "mrsi_llm", round_index, finding.module))
         try:
             return llm_modify(base, finding, traces, history, config.evolve, rng)
-        except NoLLMEdit:
+        except NoLLMEdit as why:
+            if why.asked:
+                refused.append(why)
             return None
     return modify
 
@@ -129,9 +136,14 @@ def evolve_modules(ref: RunRef, round_index: int) -> list[str]:
     ablation: the whole harness in sequence); three checks each. Returns accepted edit ids."""
     store, key = store_for(ref.store_uri), round_key(round_index)
     if not store.has_part("mrsi_module_edits", ref.run_id, STAGE, key):
-        gated = gated_edits(ref, round_index)
+        refused: list[NoLLMEdit] = []
+        gated = gated_edits(ref, round_index, refused)
         rows = [edit_row(ref, round_index, g) for g in gated]
         decisions = [decision_row(ref, r, g) for r, g in zip(rows, gated)]
+        if run_config(ref).proposer == "llm":  # the answers that gave no module edit, with their calls
+            unusable = {u.candidate_id: u for u in (unusable_row(ref, round_index, base_of(ref, round_index), why)
+                                                    for why in refused)}
+            store.write_part("candidates", ref.run_id, "llm_unusable", key, list(unusable.values()))
         remember_decision_part(ref, "gate", key)
         store.write_part("gate_decisions", ref.run_id, "gate", key, decisions)
         store.write_part("mrsi_module_edits", ref.run_id, STAGE, key, rows)

@@ -4,7 +4,7 @@ rejected edits and the per-operator experience, and returns the edited skill
 (``tasks/proposers/prompts/moscopt_skill_edit.txt``). Stages 2 and 3 (G edits, pool edits)
 stay the mutation operators of ``edits`` (departure: the paper asks a model for those
 too). An answer that is no valid harness is no edit (``NoLLMEdit``): the round proposes
-the operators' edit instead. Offline the loop's default, the mutation operators, edits
+the operators' edit instead and records the answer as an ``llm_unusable`` candidate. Offline the loop's default, the mutation operators, edits
 every stage and this module is never called."""
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ class LLMProposer:
 
     def __init__(self, config: EvolveConfig) -> None:
         self.config, self.tokens, self.unusable = config, 0, 0
+        self.refused: list[tuple[str, NoLLMEdit]] = []
+        """(the target skill, why) of every answer it could not use, for the round's
+        ``llm_unusable`` candidates (``llm_edit.unusable_row``)."""
 
     def __call__(self, stage: int, state: State, memory: Memory, failures: Sequence[Failure], catalogue: Mapping,
                  stats: Mapping, k: int, max_pool: int, rng: random.Random) -> Edit | None:
@@ -59,6 +62,7 @@ class LLMProposer:
                             replace_skill(state, target, edited), (target,))
             except NoLLMEdit as reason:
                 self.unusable += 1
+                self.refused.append((target, reason))
                 call = reason.proposal
                 self.tokens += 0 if call is None else (call.tokens_in or 0) + (call.tokens_out or 0)
         return propose(stage, state, memory, failures, catalogue, stats, k, max_pool, rng)

@@ -32,6 +32,7 @@ from suites.toolsim.templates import TEMPLATES
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import episodes, executions_of, run_missing
+from tasks.harness_loops.llm_edit import unusable_row
 from tasks.harness_loops.metrics import case_metrics
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.moscopt.catalogue import catalogue
@@ -162,7 +163,7 @@ def edit_round(ref: RunRef, round_index: int) -> str:
     """One round: execute + score (train, select), distill (statistics, memories),
     sample one edit of the round's stage, gate it on validation, register if accepted.
     Returns the decision ("accept", "reject" or "none": no edit found)."""
-    key, computed = round_key(round_index), []
+    key, computed, refused = round_key(round_index), [], []
 
     def compute() -> tuple:
         if not computed:
@@ -172,7 +173,12 @@ def edit_round(ref: RunRef, round_index: int) -> str:
             proposer = LLMProposer(config.evolve) if config.proposer == "llm" else propose
             computed.append((run_round(round_index, state, memory, stats, edits, knobs_of(ref),
                                        sandboxed_simulator(ref, round_index), seed, proposer), memory, edits, state))
+            refused.extend(getattr(proposer, "refused", []))
         return computed[0]
+
+    def unusable() -> list[CandidateRow]:  # none when resumed past the proposal (nothing was asked now)
+        rows = (unusable_row(ref, round_index, target, why) for target, why in refused)
+        return list({r.candidate_id: r for r in rows}.values())
 
     def distill() -> list[DistillateRow]:
         rd, memory, edits, before = compute()
@@ -180,6 +186,8 @@ def edit_round(ref: RunRef, round_index: int) -> str:
                                                                    "round": round_index})]
 
     once(ref, "distillates", "edit_round", key, distill)
+    if run_config(ref).proposer == "llm":  # the answers stage 1 could not use
+        once(ref, "candidates", "llm_unusable", key, unusable)
     decisions = once(ref, "gate_decisions", "gate", key, lambda: decision_rows(ref, round_index, compute()[0]))
     if decisions:
         state, *_ = previous(ref, round_index)

@@ -21,7 +21,7 @@ from schemas.rows import CandidateRow
 from schemas.rsi_anything import RSICandidateRow, RSIExecutionRow, WMVersionRow
 from tasks.loops.rsi_anything.pair import OPERATORS, Policy, WorldModel, clip_gain, code_features, fit_ridge, pick
 from tasks.proposers.base import ParentInfo, Proposal
-from tasks.proposers.llm import LLMProposer, load_prompt
+from tasks.proposers.llm import LLMProposer, call_cost, load_prompt
 from tasks.proposers.mutate import MutationProposer
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
@@ -126,7 +126,8 @@ def draw(ref: RunRef, r: int, phase: str, batch: int, parent_id: str, policy_id:
                 seen.add(cid)
                 out.append(CandidateRow(run_id=ref.run_id, candidate_id=cid, round=r, parent_ids=[parent_id],
                                         operator=p.operator, proposer=p.proposer, artifact_kind=suite.artifact_kind,
-                                        artifact_uri=store.blob_uri(cid), island=-1, summary=p.summary))
+                                        artifact_uri=store.blob_uri(cid), island=-1, summary=p.summary,
+                                        **call_cost(p)))
         return out
 
     once(ref, "candidates", "sample", key, programs)

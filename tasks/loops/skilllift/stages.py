@@ -32,11 +32,12 @@ from tasks.gate.evidence import json_safe
 from tasks.gate.stage import current_champion, registry_name
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import episodes, executions_of, harness_document
+from tasks.harness_loops.llm_edit import is_unusable
 from tasks.harness_loops.metrics import case_metrics
 from tasks.harness_loops.seed import publish_seed
 from tasks.loops.skilllift.calibrate import agreement
 from tasks.loops.skilllift.inner import Visited, catalogue, hill_climb, rubric_scorer, rule_reviser, top_k
-from tasks.loops.skilllift.llm import LLMReviser, reviser_tokens
+from tasks.loops.skilllift.llm import LLMReviser, refused_rows, reviser_tokens
 from tasks.loops.skilllift.rubric import Rubric, rubric_json, rubric_score, seed_rubric
 from tasks.proposers.rule_evidence import Trace, trace_of
 from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
@@ -167,6 +168,7 @@ def inner(ref: RunRef, round_index: int) -> list[str]:
         picked = {v.skill_id for v in chosen}
         proposer = "llm" if config.proposer == "llm" else "rubric_hill_climb"
         return [*(candidate_row(ref, round_index, v, proposer) for v in chosen),
+                *refused_rows(ref, round_index, revise),
                 *(skill_row(ref, round_index, v, ver, v.skill_id in picked) for v in visited),
                 cost_row(ref, round_index, "inner", [], reviser_tokens(revise), len(visited) * len(rubric))]
 
@@ -179,7 +181,7 @@ def inner(ref: RunRef, round_index: int) -> list[str]:
     published = once(ref, "candidates", "inner", key, lambda: search(CandidateRow))
     once(ref, "distillates", "inner", key, lambda: search(DistillateRow))
     reporter().advance(0, f"round {round_index}: inner search")
-    return [c.candidate_id for c in published]
+    return [c.candidate_id for c in published if not is_unusable(c)]  # an unusable answer is never run
 
 
 @task(name="outer", **STAGE_OPTIONS)

@@ -50,3 +50,13 @@ def test_llm_judge_sees_the_request_and_falls_back_on_a_bad_answer(chat_endpoint
     m = judge(A, B, 1, ("retry-transient",))
     assert m.winner == "a" and judge.unusable == 1  # the rule comparator's verdict stands
     assert m.judged_by == "rule (llm answer unusable: the answer is not JSON)"
+
+
+def test_a_call_with_no_answer_falls_back_to_the_rule_comparator(gone_endpoint):
+    from schemas.configs import EvolveConfig
+    from tasks.loops.arenaflow.llm import LLMJudge
+
+    judge = LLMJudge(EvolveConfig(llm_timeout_s=5))
+    m = judge(A, B, 1, ("retry-transient",))
+    assert m.winner == "a" and (judge.calls, judge.tokens, judge.unusable) == (1, 0, 1)
+    assert m.judged_by.startswith("rule (llm call failed: could not get an answer from http://127.0.0.1:")

@@ -64,3 +64,31 @@ def test_the_prompt_lists_the_plan_and_the_trajectory():
     text = prompt("refund_unshipped_order", steps)
     assert "s0: call get_order\ns1: call refund_order" in text and "0 tool_call get_order ok=True" in text
     assert "{template}" not in text and "Request template: refund_unshipped_order" in text
+
+
+class _Episode:
+    steps = ()
+
+
+CASE = ("refund_unshipped_order/001", "select", {"template": "refund_unshipped_order"})
+
+
+def test_an_issue_that_is_no_object_is_the_documents_llm_error(chat_endpoint):
+    """The checks' TypeError on this answer is recorded on the document, never raised."""
+    from schemas.configs import EvolveConfig
+    from suites.base import Case
+    from tasks.loops.dense.llm import llm_writer
+
+    chat_endpoint.answers.append('{"nodes": [{"node": "s0", "status": "open", "issues": [3]}, '
+                                 '{"node": "s1", "status": "open"}]}')
+    document = llm_writer(EvolveConfig())("tree", Case(*CASE), _Episode())
+    assert document["nodes"] == [] and "not iterable" in document["llm_error"]
+
+
+def test_a_call_with_no_answer_is_the_documents_llm_error(gone_endpoint):
+    from schemas.configs import EvolveConfig
+    from suites.base import Case
+    from tasks.loops.dense.llm import llm_writer
+
+    document = llm_writer(EvolveConfig(llm_timeout_s=5))("tree", Case(*CASE), _Episode())
+    assert document["nodes"] == [] and document["llm_error"].startswith("could not get an answer")

@@ -21,3 +21,21 @@ def test_the_brief_names_each_shown_failure_mode_and_counts_the_batch():
     assert text.count("list_orders ends the episode with an injected rate_limited fault; "
                       "missing: latest_cancelled") == SHOWN
     assert "{" not in text.split("Imperfect trajectories")[1].split("\n", 1)[0]
+
+
+def test_an_answer_that_is_no_harness_is_kept_as_a_refusal_with_its_call(chat_endpoint):
+    """No revision (None), and the reflector keeps why with the call's raw answer and tokens
+    for the step's ``llm_unusable`` candidate."""
+    import random
+
+    from schemas.configs import EvolveConfig
+    from tasks.loops.forge.llm import llm_reflector
+
+    chat_endpoint.answers.append("The agent should retry list_orders when it is rate limited.")
+    reflect = llm_reflector(EvolveConfig())
+    assert reflect([failed("c/1", "cancel_latest_order")], {"version": 1, "rules": [], "skills": []},
+                   random.Random(0)) is None
+    (why,) = reflect.refused
+    assert str(why).startswith("the llm's answer is not a valid harness")
+    assert (why.proposal.answer, why.proposal.tokens_in, why.proposal.tokens_out) == (
+        "The agent should retry list_orders when it is rate limited.", 10, 5)

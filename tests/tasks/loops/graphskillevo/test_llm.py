@@ -55,3 +55,13 @@ def test_an_answer_without_a_skill_and_an_invalid_graph_are_recorded_not_run():
     assert not row.valid and row.reason.startswith("end is unreachable") and row.skill_id == skill_id(broken)
     good = skill_row(REF, 2, Offspring(seed_skill(), "mutate:x", ("p",), "same as the seed"))
     assert good.valid and good.reason is None and len(good.candidate_id) == 64
+
+
+def test_two_answers_with_the_same_reason_are_two_rows():
+    """The real 0.5B model's answers were cut off the same way twice; each is its own
+    invalid offspring (keyed by generation and slot), so neither is dropped as known."""
+    why = ("llm answer unusable: the answer has neither SEARCH/REPLACE blocks nor a whole program defining "
+           "skill() (cut off at max_tokens=192)")
+    rows = [skill_row(REF, gen, Offspring(None, "llm_mutate", ("p",), why), slot=slot)
+            for gen, slot in ((1, 0), (1, 1), (2, 0))]
+    assert len({r.skill_id for r in rows}) == 3 and all(not r.valid and r.reason == why for r in rows)

@@ -86,3 +86,26 @@ def test_the_llm_repair_brief_is_the_prompt_file_filled_in(requests):
     text = repair_brief(trace_of(case.case_id, case.payload, run_episode(case.payload, load_harness(SEED))))
     assert text.startswith("You are a budgeted toolsim customer-service agent")
     assert f"Template: {case.payload['template']}" in text and "{" not in text.split("Trajectory")[0][-40:]
+
+
+def test_the_real_models_repair_answer_is_no_repair_that_keeps_its_call(requests, chat_endpoint):
+    """The served 0.5B model answered a repair with ``SEARCH/REPLACE: def harness(): ...``
+    and no block: no repair, and the repairer keeps why with the call's raw answer and
+    tokens for the block's ``llm_unusable`` candidate."""
+    import random
+
+    from schemas.configs import EvolveConfig
+    from suites.toolsim.episode import run_episode
+    from suites.toolsim.harness import load_harness
+    from tasks.loops.limbo.llm import llm_repairer
+    from tasks.proposers.rule_evidence import trace_of
+
+    answer = "SEARCH/REPLACE: def harness():\n    return {'rules': [], 'skills': [], 'version': 1}"
+    chat_endpoint.answers.append(answer)
+    case = requests[0].case
+    repair = llm_repairer(EvolveConfig())
+    trace = trace_of(case.case_id, case.payload, run_episode(case.payload, load_harness(SEED)))
+    assert repair(trace, SEED, random.Random(0)) is None
+    ((parent, why),) = repair.refused
+    assert str(why).startswith("the llm's answer is not a valid harness") and len(parent) == 64
+    assert (why.proposal.answer, why.proposal.tokens_in, why.proposal.tokens_out) == (answer, 10, 5)

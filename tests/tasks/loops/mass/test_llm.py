@@ -69,3 +69,43 @@ def test_llm_optimizer_edits_and_falls_back_to_the_operators(monkeypatch):
         assert opt.unusable == 2
     finally:
         server.shutdown()
+
+
+def test_calls_with_no_answer_fall_back_to_the_operators(gone_endpoint):
+    opt = LLMOptimizer(EvolveConfig(llm_timeout_s=5), seed=0, n=2, max_roles=4)
+    assert opt(Workflow(), RUNS, 1) == RuleOptimizer(0, 2, 4)(Workflow(), RUNS, 1)
+    assert (opt.calls, opt.tokens, opt.unusable) == (2, 0, 2)
+
+
+def test_the_real_models_unquoted_answer_is_kept_as_an_llm_unusable_candidate(monkeypatch, tmp_path):
+    """The served 0.5B model answered JSON with unquoted worker names; that child comes from
+    the operators, and the answer is kept with its call (reason, raw answer, tokens)."""
+    from storage.store import open_store
+    from tasks.loops.mass.llm import UNUSABLE_WHY, refused_rows
+    from tasks.runtime.context import RunRef
+
+    answer = '{"workers": [refunder, pager], "returns": ["order_state"], "reason": "one sentence"}'
+    monkeypatch.setenv("RATCHET_LLM_MODEL", "m")
+    url, _, server = serve(answer)
+    try:
+        monkeypatch.setenv("RATCHET_LLM_BASE_URL", url)
+        opt = LLMOptimizer(EvolveConfig(), seed=0, n=1, max_roles=4)
+        assert opt(Workflow(), RUNS, 1) == RuleOptimizer(0, 1, 4)(Workflow(), RUNS, 1)
+    finally:
+        server.shutdown()
+    (row,) = refused_rows(RunRef(store_uri=str(tmp_path), run_id="r"), 1, opt)
+    assert (row.operator, row.artifact_kind, row.parent_ids, row.tokens_in, row.tokens_out) == (
+        "llm_unusable", "llm_answer", [Workflow().wf_id], 10, 5)
+    record = json.loads(open_store(str(tmp_path)).get_blob(row.candidate_id))
+    assert (record["reason"], record["answer"]) == (UNUSABLE_WHY, answer)
+    assert refused_rows(RunRef(store_uri=str(tmp_path), run_id="r"), 1, RuleOptimizer(0, 1, 4)) == []
+
+
+def test_a_call_with_no_answer_is_kept_with_its_reason(gone_endpoint, tmp_path):
+    from tasks.loops.mass.llm import refused_rows
+    from tasks.runtime.context import RunRef
+
+    opt = LLMOptimizer(EvolveConfig(llm_timeout_s=5), seed=0, n=1, max_roles=4)
+    opt(Workflow(), RUNS, 1)
+    (row,) = refused_rows(RunRef(store_uri=str(tmp_path), run_id="r"), 1, opt)
+    assert row.summary.startswith("llm_unusable: no answer: could not get an answer") and row.tokens_out is None

@@ -82,3 +82,16 @@ def test_an_answer_that_is_no_edit_raises_with_the_call(endpoint, document, reas
     with pytest.raises(NoLLMEdit, match=reason) as raised:
         write(document, endpoint)
     assert raised.value.proposal.answer.startswith("An edit.")
+
+
+def test_the_real_models_prose_answer_is_no_edit_that_keeps_its_call(chat_endpoint):
+    """The served 0.5B model answered one sentence of prose to a tool_wrapper finding: no
+    edit, and the refusal carries the call (raw answer, tokens) the round records as an
+    ``llm_unusable`` candidate."""
+    answer = "SEARCH/REPLACE\ntool_wrapper/tool_error should be renamed to tool_error_retry or switch_tool_retry."
+    chat_endpoint.answers.append(answer)
+    with pytest.raises(NoLLMEdit) as refused:
+        llm_modify(BASE, Finding("tool_wrapper", "tool_error", ("change_address",)), TRACES, [], EvolveConfig(),
+                   random.Random(0))
+    call = refused.value.proposal
+    assert refused.value.asked and (call.answer, call.tokens_in, call.tokens_out) == (answer, 10, 5)

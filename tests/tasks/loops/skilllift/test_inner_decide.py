@@ -70,3 +70,26 @@ def test_the_llm_brief_is_the_prompt_file_with_the_rubric_filled_in():
     text = rubric_brief([{**covers_item("on_error", "get_order", "not_found", 0.5), "weight": -0.25}])
     assert text.startswith(load_prompt("skilllift_revise.txt").split("{rubric}")[0])
     assert text.endswith("- covers:on_error:get_order:not_found (-0.250): recovers when get_order fails with not_found")
+
+
+def test_an_answer_that_is_no_harness_is_an_llm_unusable_candidate_with_its_call(chat_endpoint, tmp_path):
+    """A fence cut off mid-program is no proposal; the round keeps it (reason, raw answer
+    and the call's tokens), and it is never executed."""
+    from schemas.configs import EvolveConfig
+    from tasks.loops.skilllift.llm import LLMReviser, refused_rows, reviser_tokens
+    from tasks.runtime.context import RunRef
+    from storage.store import open_store
+
+    answer = "To cover the rubric, add a retry rule:\n```python\ndef harness():\n    return {\"version\": 1,"
+    chat_endpoint.answers += [answer, answer]
+    revise = LLMReviser([{**covers_item("on_error", "get_order", "not_found", 0.5), "weight": 0.5}], EvolveConfig())
+    assert revise(SEED, random.Random(0)) is None and revise(SEED, random.Random(1)) is None
+    assert (revise.calls, revise.unusable, reviser_tokens(revise)) == (2, 2, 30)
+    rows = refused_rows(RunRef(store_uri=str(tmp_path), run_id="r"), 1, revise)
+    assert len(rows) == 1  # the same answer to the same skill is one record
+    (row,) = rows
+    assert (row.operator, row.artifact_kind, row.parent_ids, row.tokens_in, row.tokens_out) == (
+        "llm_unusable", "llm_answer", [skill_id(SEED)], 10, 5)
+    record = json.loads(open_store(str(tmp_path)).get_blob(row.candidate_id))
+    assert record["answer"] == answer and record["reason"].startswith("the llm's answer is not a valid harness")
+    assert refused_rows(RunRef(store_uri=str(tmp_path), run_id="r"), 1, rule_reviser([])) == []
