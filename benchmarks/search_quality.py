@@ -6,12 +6,13 @@ One evaluation = one candidate packed on the search instances (the first
 ``search_per_dataset`` train instances of each OR dataset, 1 of Weibull 5k: its 5,000
 items cost as much as 6 of each OR file; with 2 of each, first fit beat best fit on the
 search instances and every search overfitted to it) in the sandbox
-(``SubprocessExecutor``); a TPE trial is one evaluation too. Each method keeps a
-population of its ``POPULATION`` best programs and draws parents by tournament of 2
-(two parents with probability ``crossover_rate``). The grammar method spends, with
-probability ``TUNE_RATE`` per step while its best program has constants, ``TPE_TRIALS``
-evaluations on an Optuna TPE search of those constants (|c| log-uniform in [|c|/4, 4|c|],
-sign kept). The best program by search excess is then packed on every holdout instance;
+(``SubprocessExecutor``). Each method keeps a population of its ``POPULATION`` best
+programs and draws parents by tournament of 2 (two parents with probability
+``crossover_rate``). The grammar proposer is given every scored program as its history,
+as the sample stage gives it in a run, so its ``grammar_tpe`` children (probability
+``tune_rate``) take their constants from Optuna TPE over the scored programs of the
+parent's structure (|c| log-uniform in [|c|/4, 4|c|], sign kept; each one counted
+evaluation, ``tasks/proposers/constant_search.py``). The best program by search excess is then packed on every holdout instance;
 the table reports per dataset FunSearch's excess (``dataset_excess_pct``) of best fit,
 mutate and grammar, and the paired differences with bootstrap CIs over seeds
 (``benchmarks.paired``, i.e. ``tasks.gate.stats``).
@@ -35,8 +36,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from statistics import fmean
 
-import optuna
-
 from benchmarks import search_quality_circles as circles
 from benchmarks.paired import paired_row, table
 from schemas.configs import EvolveConfig
@@ -49,8 +48,8 @@ from tasks.proposers.grammar_proposer import GrammarProposer, expression_of
 from tasks.proposers.mutate import MutationProposer
 
 POPULATION = 8
-TUNE_RATE = 0.2
-TPE_TRIALS = 6
+MAX_FAILED_DRAWS = 200
+"""A search stops after this many draws in a row that gave no new program."""
 BEST_FIT = grammar.render(expression_of(SEED_PROGRAM))
 CIRCLE_EVALUATIONS = 100
 """Circle packing's default: 5 seeds took 540 s on 2 shared cores (50: 169 s at a
@@ -83,50 +82,31 @@ class Evaluator:
         return {d: math.nan for d in self.suite.datasets} if verdicts is None else dataset_excess_pct(verdicts)
 
 
-def tune_constants(source: str, evaluate, trials: int, seed: int) -> list[tuple[str, float]]:
-    """(program, search excess) of ``trials`` TPE trials on the constants of ``source``."""
-    expr = grammar.parse(source)
-    signs = [math.copysign(1.0, c.value) for c in grammar.constants_of(expr)]
-    centres = [abs(c.value) or 1.0 for c in grammar.constants_of(expr)]
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
-    tried = []
-    for _ in range(trials):
-        trial = study.ask()
-        values = [s * trial.suggest_float(f"c{i}", m / 4, m * 4, log=True) for i, (s, m) in enumerate(zip(signs, centres))]
-        program = grammar.render(grammar.with_constants(expr, [float(f"{v:.4g}") for v in values]))
-        score = evaluate(program)
-        study.tell(trial, score if math.isfinite(score) else 1e9)
-        tried.append((program, score))
-    return tried
-
-
 def search(method: str, evaluator: Evaluator, evaluations: int, seed: int) -> tuple[str, int]:
     """The best program of a ``method`` search of ``evaluations`` evaluations, and the count used."""
     rng = random.Random(seed)
     config = EvolveConfig(crossover_rate=0.3)
     proposer = GrammarProposer(config) if method == "grammar" else MutationProposer(config)
     scored = {SEED_PROGRAM: evaluator.search_excess(SEED_PROGRAM)}
-    used = 1
-    while used < evaluations:
+    used, failed = 1, 0
+    while used < evaluations and failed < MAX_FAILED_DRAWS:
         population = sorted(scored, key=scored.get)[:POPULATION]
-        best = population[0]
-        expr = grammar.parse(best)
-        if method == "grammar" and expr is not None and grammar.constants_of(expr) and rng.random() < TUNE_RATE:
-            trials = min(TPE_TRIALS, evaluations - used)
-            scored.update(tune_constants(best, evaluator.search_excess, trials, rng.randrange(2**31)))
-            used += trials
-            continue
         parents = [min(rng.sample(population, min(2, len(population))), key=scored.get)]
         if len(population) > 1 and rng.random() < config.crossover_rate:
             parents.append(min(rng.sample(population, 2), key=scored.get))
         infos = [ParentInfo(content_id(p), p, -scored[p]) for p in parents]
+        history = {"history": [ParentInfo(content_id(p), p, -v) for p, v in scored.items()
+                               if math.isfinite(v)]} if method == "grammar" else {}
         try:
-            child = proposer.propose(infos, rng).source
+            child = proposer.propose(infos, rng, **history).source
         except ProposerError:
+            failed += 1
             continue
         if child not in scored:
             scored[child] = evaluator.search_excess(child)
-            used += 1
+            used, failed = used + 1, 0
+        else:
+            failed += 1
     return min(scored, key=scored.get), used
 
 
@@ -165,7 +145,6 @@ def main(argv=None) -> None:
     parser.add_argument("--circle-evaluations", type=int, default=CIRCLE_EVALUATIONS,
                         help="circle packing, grammar's per seed")
     args = parser.parse_args(argv)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     if args.part in ("all", "bin_packing"):
         print(run(("or1",), 2, 6, 2) if args.quick else run(tuple(DATASET_FILES), args.seeds, args.evaluations, 6))
     if args.part in ("all", "circle_packing"):

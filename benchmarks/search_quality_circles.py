@@ -7,10 +7,11 @@ One evaluation = one candidate's ``construct_packing(26)`` run in the sandbox
 (``SubprocessExecutor``, the suite's train case) and scored by the suite's trusted
 scorer (an invalid packing or a failed run is 0). The grammar method keeps its
 ``POPULATION`` best programs and draws parents by tournament of 2 (two parents with
-probability ``crossover_rate``); with probability ``TUNE_RATE`` per step it spends
-``TPE_TRIALS`` evaluations on an Optuna TPE search of its best structure's constants
-(each uniform within 2 of its mutation steps, inside its bounds; each trial one counted
-evaluation). Seeds run two at a time (2 cores), and each seed's wall time is recorded.
+probability ``crossover_rate``). The proposer is given every scored program as its
+history, as the sample stage gives it in a run, so its ``circle_tpe`` children
+(probability ``tune_rate``) take their constants from Optuna TPE over the scored
+programs of the parent's structure (each within 2 of its mutation steps, inside its
+bounds; each one counted evaluation, ``tasks/proposers/constant_search.py``). Seeds run two at a time (2 cores), and each seed's wall time is recorded.
 
 The baseline, per seed and for that seed's wall time, two at a time as well: SLSQP
 (the same ``slsqp`` and LP radii the rendered programs use, at most ``BASELINE_ITERATIONS``
@@ -25,7 +26,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
-import optuna
 
 from benchmarks.paired import paired_row, table
 from schemas.configs import EvolveConfig
@@ -38,8 +38,8 @@ from tasks.proposers.grammar_proposer import GrammarProposer
 
 N = 26
 POPULATION = 8
-TUNE_RATE = 0.2
-TPE_TRIALS = 8
+MAX_FAILED_DRAWS = 200
+"""A search stops after this many draws in a row that gave no new program."""
 BASELINE_ITERATIONS = 500
 TARGET = 2.63
 
@@ -60,25 +60,6 @@ class CircleEvaluator:
         return verdict.metrics["sum_radii"] if verdict.valid else 0.0
 
 
-def tune_structure(source: str, evaluate, trials: int, seed: int) -> list[tuple[str, float]]:
-    """(program, sum of radii) of ``trials`` TPE trials on the constants of ``source``'s structure."""
-    structure = cp.structure_of(source)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
-    tried = []
-    for _ in range(trials):
-        trial, child = study.ask(), dict(structure)
-        for field, (low, high, step) in cp.CONSTANTS.items():
-            values = structure[field] if field in cp.LAYER_FIELDS else [structure[field]]
-            suggested = [trial.suggest_float(f"{field}{k}", max(low, v - 2 * step), min(high, v + 2 * step))
-                         for k, v in enumerate(values)]
-            child[field] = suggested if field in cp.LAYER_FIELDS else suggested[0]
-        program = cp.render(child)
-        score = evaluate(program)
-        study.tell(trial, score)
-        tried.append((program, score))
-    return tried
-
-
 def search(evaluator: CircleEvaluator, evaluations: int, seed: int) -> tuple[str, float, float]:
     """(best program, its sum of radii, wall seconds) of a grammar search of ``evaluations`` evaluations."""
     started = time.perf_counter()
@@ -86,24 +67,24 @@ def search(evaluator: CircleEvaluator, evaluations: int, seed: int) -> tuple[str
     config = EvolveConfig(crossover_rate=0.3)
     proposer = GrammarProposer(config)
     scored = {SEED_PROGRAM: evaluator.sum_radii(SEED_PROGRAM)}
-    used = 1
-    while used < evaluations:
+    used, failed = 1, 0
+    while used < evaluations and failed < MAX_FAILED_DRAWS:
         population = sorted(scored, key=scored.get, reverse=True)[:POPULATION]
-        if rng.random() < TUNE_RATE and cp.parse(population[0]) is not None:
-            trials = min(TPE_TRIALS, evaluations - used)
-            scored.update(tune_structure(population[0], evaluator.sum_radii, trials, rng.randrange(2**31)))
-            used += trials
-            continue
         parents = [max(rng.sample(population, min(2, len(population))), key=scored.get)]
         if len(population) > 1 and rng.random() < config.crossover_rate:
             parents.append(max(rng.sample(population, 2), key=scored.get))
+        history = [ParentInfo(content_id(p), p, v) for p, v in scored.items()]
         try:
-            child = proposer.propose([ParentInfo(content_id(p), p, scored[p]) for p in parents], rng).source
+            child = proposer.propose([ParentInfo(content_id(p), p, scored[p]) for p in parents], rng,
+                                     history=history).source
         except ProposerError:
+            failed += 1
             continue
         if child not in scored:
             scored[child] = evaluator.sum_radii(child)
-            used += 1
+            used, failed = used + 1, 0
+        else:
+            failed += 1
     best = max(scored, key=scored.get)
     return best, scored[best], time.perf_counter() - started
 
@@ -130,7 +111,6 @@ def _baseline(job: tuple[float, int]) -> tuple[float, int]:
 
 def run(seeds: int, evaluations: int) -> str:
     """The circle_packing table: grammar vs random-restart SLSQP at each seed's wall time."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     evaluator = CircleEvaluator()
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=2) as pool:

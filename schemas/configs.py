@@ -120,6 +120,9 @@ class EvolveConfig(Config):
     """Whether the proposer reads the distilled failure memory."""
     failure_min_support: int = Field(3, ge=1)
     """Occurrences before an (operator, error kind) pair enters the failure memory."""
+    tune_rate: float = Field(0.25, ge=0.0, le=1.0)
+    """grammar proposer: chance that a child of a parent with constants takes them from
+    TPE over the run's scored programs of the parent's structure (``constant_search``)."""
     gate_min_delta: float = Field(1e-9, ge=0.0)
     """A child must beat the champion's select mean by more than this to be accepted."""
     llm_max_tokens: int = Field(1024, ge=16, le=32768)

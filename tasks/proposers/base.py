@@ -64,7 +64,9 @@ class Proposal:
 
 
 class Proposer(Protocol):
-    """Anything that turns parents into a child program."""
+    """Anything that turns parents into a child program. A proposer whose class sets
+    ``reads_history = True`` also takes ``history=``: every scored program of the run so
+    far, as ``ParentInfo`` in archive order (the grammar proposer fits TPE to it)."""
 
     def available(self) -> tuple[bool, str]:
         """Whether the proposer can run here, and if not, what to do about it."""

@@ -57,6 +57,12 @@ def _parent_info(member: Member, sources: dict[str, str]) -> ParentInfo:
     )
 
 
+def run_history(archive: Sequence[Member], sources: dict[str, str]) -> list[ParentInfo]:
+    """Every scored program of the archive, in archive order: what a proposer with
+    ``reads_history`` (the grammar proposer's TPE on constants) models."""
+    return [_parent_info(m, sources) for m in archive if m.train_score is not None]
+
+
 def propose_children(
     archive: Sequence[Member],
     sources: dict[str, str],
@@ -71,6 +77,7 @@ def propose_children(
     program is redrawn; after `DUPLICATE_RETRIES` identical draws it is dropped, so the
     candidates table never holds the same program twice."""
     seen = {m.candidate_id for m in archive}
+    extra = {"history": run_history(archive, sources)} if getattr(proposer, "reads_history", False) else {}
     children: list[tuple[Proposal, int]] = []
     for k in range(n_children):
         island = (round_index * n_children + k) % config.islands
@@ -79,7 +86,7 @@ def propose_children(
             parents = [tournament(pool, rng, config.tournament_size)]
             if len(pool) > 1 and rng.random() < config.crossover_rate:
                 parents.append(tournament(pool, rng, config.tournament_size))
-            proposal = proposer.propose([_parent_info(p, sources) for p in parents], rng, memory)
+            proposal = proposer.propose([_parent_info(p, sources) for p in parents], rng, memory, **extra)
             if proposal.unusable is not None or content_id(proposal.source) not in seen:
                 seen.add(content_id(proposal.source))
                 children.append((proposal, island))
