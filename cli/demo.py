@@ -15,6 +15,9 @@ DEMO_TIMEOUT_S = 2.0
 """Both suites evaluate a case in well under a second; a mutant that loops forever is
 cut off after this."""
 
+PROPOSER = "grammar"
+"""The demo's proposer: structure search with TPE on constants, offline (README, "Proposers")."""
+
 PUBLISHED = {"circle_packing": ("AlphaEvolve n=26 sum of radii", 2.6359830849)}
 
 EXAMPLE_QUERIES = (
@@ -68,9 +71,9 @@ def improvement_line(store_uri: str, run_id: str) -> str:
 def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> None:
     sandbox = SandboxConfig(timeout_s=DEMO_TIMEOUT_S)
     circle = execute_run(console, store_uri, RunConfig(loop="evolve", suite="circle_packing", budget=budget, seed=0,
-                                                       sandbox=sandbox), None)
+                                                       proposer=PROPOSER, sandbox=sandbox), None)
     bins = execute_run(console, store_uri, RunConfig(loop="evolve", suite="bin_packing", budget=bin_budget, seed=0,
-                                                     sandbox=sandbox), None)
+                                                     proposer=PROPOSER, sandbox=sandbox), None)
     label, best = PUBLISHED["circle_packing"]
     console.rule("Ratchet demo")
     console.print("select = the cases the gate compares candidates on; holdout = cases never used for selection, "

@@ -272,11 +272,11 @@ def check(
 @command()
 def demo(
     store: Optional[str] = StoreOption,
-    budget: int = typer.Option(300, help="Child programs evolve evaluates on circle_packing."),
+    budget: int = typer.Option(96, help="Child programs evolve evaluates on circle_packing."),
     bin_budget: int = typer.Option(24, help="Child programs evolve evaluates on bin_packing."),
 ) -> None:
-    """The quick start: evolve on circle_packing and a short bin_packing run, then where
-    to look (data, SQL, MLflow and Prefect UIs)."""
+    """The quick start: evolve with the grammar proposer (no LLM) on circle_packing and a
+    short bin_packing run, then where to look (data, SQL, MLflow and Prefect UIs)."""
     store_uri = _store(store)
     from cli.demo import run_demo
 
