@@ -29,6 +29,7 @@ from prefect import task
 from schemas.ids import derived_id, seed_for
 from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow, RegistryRow
 from suites.toolsim.templates import TEMPLATES
+from tasks.gate.rows import decision_row
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import episodes, executions_of, run_missing
@@ -202,9 +203,8 @@ def decision_rows(ref: RunRef, round_index: int, rd: Round) -> list[GateDecision
         return []
     before, _, _, _ = previous(ref, round_index - 1)
     baseline, candidate = publish_state(ref, before, round_index - 1), publish_state(ref, rd.edit.state, round_index)
-    return [GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, "moscopt", round_index),
-                            round=round_index, candidate_id=candidate, gate="validation_improves", baseline_id=baseline,
-                            scorer_version=anchored_scorer_version(ref), **vars(rd.outcome))]
+    return [decision_row(ref, round_index, candidate, "validation_improves", baseline, rd.outcome,
+                         id_parts=(candidate, "moscopt", round_index))]
 
 
 @task(name="summarize")
