@@ -126,7 +126,7 @@ def decision_row(ref: RunRef, row: MRSIModuleEditRow, gated: Gated) -> GateDecis
         delta=fmean(after) - fmean(before) if cases else None, ci_low=None, ci_high=None, n_cases=len(cases),
         evidence_json=dump_evidence(evidence))
     return gate_rows.decision_row(ref, row.round, row.candidate_id, MODULE_GATE, base_of(ref, row.round), outcome,
-                             id_parts=(row.id, MODULE_GATE))
+                                  id_parts=(row.id, MODULE_GATE))
 
 
 @task(name="evolve_modules", **STAGE_OPTIONS)
