@@ -8,10 +8,11 @@ from typing import Sequence
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import GateDecisionRow, RegistryRow, ScoreRow
 from tasks.gate.best_so_far import best_so_far_gate
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -70,13 +71,8 @@ def decide_round(
             case_scores(scores, metric, candidate_id, "select"), baseline, versions, anchored, min_delta,
             seed=seed_for(seed, "gate", candidate_id),
         )
-        rows.append(
-            GateDecisionRow(
-                run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate_id, GATE), round=round_index,
-                candidate_id=candidate_id, gate=GATE, baseline_id=champion_id, scorer_version=anchored,
-                **vars(outcome),
-            )
-        )
+        rows.append(decision_row(ref, round_index, candidate_id, GATE, champion_id, outcome,
+                                 id_parts=(candidate_id, GATE), scorer_version=anchored))
         if outcome.decision == "accept":
             champion_id = candidate_id
     return rows

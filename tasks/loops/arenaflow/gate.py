@@ -13,26 +13,21 @@ from statistics import fmean
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.arenaflow.loop import evaluate
 from tasks.loops.arenaflow.stages import STAGE, checkpoint, policy_at, round_key, settings
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import CHAMPION, registry_name
 
 SKILL_GATE, POLICY_GATE = "af_skill", "af_policy"
-
-
-def _decision(ref: RunRef, r: int, candidate_id: str, gate: str, baseline: str | None, outcome: GateOutcome):
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate_id, gate, r), round=r,
-                           candidate_id=candidate_id, gate=gate, baseline_id=baseline,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
 
 
 def skill_decisions(ref: RunRef, r: int) -> list[GateDecisionRow]:
@@ -51,7 +46,7 @@ def skill_decisions(ref: RunRef, r: int) -> list[GateDecisionRow]:
             continue
         evidence = {"skill_id": s.skill_id, "ver": s.ver, "template": s.template, "option": s.option,
                     "utility": s.utility, "n_obs": s.n_obs, "min_obs": min_obs, "was_active": bool(was and was.active)}
-        out.append(_decision(ref, r, s.skill_id, SKILL_GATE, None, GateOutcome(
+        out.append(decision_row(ref, r, s.skill_id, SKILL_GATE, None, GateOutcome(
             decision=decision, reason=reason, improved_cases=[], regressed_cases=[], select_score=s.utility,
             baseline_score=was.utility if was else None, delta=None, ci_low=None, ci_high=None, n_cases=s.n_obs,
             evidence_json=dump_evidence(evidence))))
@@ -82,13 +77,13 @@ def policy_decision(ref: RunRef, last: int) -> GateDecisionRow:
     reason = (f"{'accept' if accept else 'reject'}: select success {fmean(after.values()):.3f} vs untrained "
               f"{fmean(before.values()):.3f} (delta {delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}])")
     evidence = {"rounds": last, "library_active": sum(s.active for s in policy_at(ref, last)[1].values())}
-    return _decision(ref, last, checkpoint(ref, last).candidate_id, POLICY_GATE, checkpoint(ref, 0).candidate_id,
-                     GateOutcome(decision="accept" if accept else "reject", reason=reason,
-                                 improved_cases=[c for c, d in zip(cases, diffs) if d > 0],
-                                 regressed_cases=[c for c, d in zip(cases, diffs) if d < 0],
-                                 select_score=fmean(after.values()), baseline_score=fmean(before.values()),
-                                 delta=delta, ci_low=low, ci_high=high, n_cases=len(cases),
-                                 evidence_json=dump_evidence(evidence)))
+    return decision_row(ref, last, checkpoint(ref, last).candidate_id, POLICY_GATE, checkpoint(ref, 0).candidate_id,
+                        GateOutcome(decision="accept" if accept else "reject", reason=reason,
+                                    improved_cases=[c for c, d in zip(cases, diffs) if d > 0],
+                                    regressed_cases=[c for c, d in zip(cases, diffs) if d < 0],
+                                    select_score=fmean(after.values()), baseline_score=fmean(before.values()),
+                                    delta=delta, ci_low=low, ci_high=high, n_cases=len(cases),
+                                    evidence_json=dump_evidence(evidence)))
 
 
 @task(name="register_policy", **STAGE_OPTIONS)

@@ -19,12 +19,13 @@ from datetime import datetime, timezone
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, no_evidence
 from tasks.gate.paired_replay import designer_rsi_rule, paired_replay_gate
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stage import CHAMPION, current_champion, registry_name
 from tasks.harness_loops.episodes import harness_document
 from tasks.harness_loops.metrics import PRIMARY, case_metrics, success_rate
@@ -89,9 +90,7 @@ def replay_outcome(ref: RunRef, round_index: int, candidate: str, champion: str)
 def _decision_row(ref: RunRef, round_index: int, candidate: str, champion: str | None,
                   outcome: GateOutcome) -> GateDecisionRow:
     gate = GATE if champion else SEED_GATE
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, gate), round=round_index,
-                           candidate_id=candidate, gate=gate, baseline_id=champion,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
+    return decision_row(ref, round_index, candidate, gate, champion, outcome, id_parts=(candidate, gate))
 
 
 @task(name="gate_skill", **STAGE_OPTIONS)

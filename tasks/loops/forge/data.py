@@ -19,10 +19,11 @@ import json
 from prefect import task
 
 from schemas.forge import FGCostRow, FGStagnationRow, FGSynthRow
-from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.loops.forge.gate import GATE as PROMPT_GATE
 from tasks.gate.stage import champion_row
 from tasks.loops.forge.modes import memory_of, ranked
@@ -30,7 +31,7 @@ from tasks.loops.forge.prompt import stagnation
 from tasks.loops.forge.stages import (DATA_NAME, config_of, data_bytes, harness_of, publish, step_key, synthetic_of,
                                       training_set)
 from tasks.loops.forge.synth import synthesize
-from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
+from tasks.runtime.context import RunRef, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -78,12 +79,11 @@ def _decision(ref: RunRef, step: int, candidate: str, current: str, rows: list[F
     evidence = {"instances": [{"inst_id": r.inst_id, "mode_id": r.mode_id, "strategy": r.strategy,
                                "source_inst": r.source_inst, "valid": r.valid, "targets_mode": r.targets_mode,
                                "oracle_edits": r.oracle_edits, "exhibited": r.exhibited} for r in rows]}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, GATE, step), round=step,
-        candidate_id=candidate, gate=GATE, baseline_id=current, decision="accept" if admitted else "reject",
-        reason=reason, improved_cases=[r.inst_id for r in admitted], regressed_cases=[], select_score=None,
-        baseline_score=None, delta=None, ci_low=None, ci_high=None, n_cases=len(rows),
-        scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(evidence))
+    outcome = GateOutcome(
+        decision="accept" if admitted else "reject", reason=reason, improved_cases=[r.inst_id for r in admitted],
+        regressed_cases=[], select_score=None, baseline_score=None, delta=None, ci_low=None, ci_high=None,
+        n_cases=len(rows), evidence_json=dump_evidence(evidence))
+    return decision_row(ref, step, candidate, GATE, current, outcome)
 
 
 @task(name="data_gate", **STAGE_OPTIONS)

@@ -22,14 +22,16 @@ from prefect import task
 from schemas.forge import FGPromptRow
 from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stage import champion_row
 from tasks.harness_loops.tracking import track_version
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.forge.prompt import mean, prompt_gate
 from tasks.loops.forge.stages import HELDOUT, VALIDATION, config_of, harness_of, scores_on, split_payloads, step_key
-from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
+from tasks.runtime.context import RunRef, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import registry_name
@@ -73,16 +75,15 @@ def _decision(ref: RunRef, step: int, candidate: str, current: str) -> GateDecis
         evidence.update(cases=cases, candidate=[new[c] for c in cases], baseline=[old[c] for c in cases])
     verdict = prompt_gate(b_new, b_old, mean(list(new.values())) if new else None, mean(list(old.values())))
     ci = f" (Δ {mean(diffs):+.3f}, 95% CI [{low:+.3f}, {high:+.3f}] over {len(cases)} select cases)" if cases else ""
-    decision = GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, GATE, step), round=step,
-        candidate_id=candidate, gate=GATE, baseline_id=current, decision="accept" if verdict.accepted else "reject",
+    outcome = GateOutcome(
+        decision="accept" if verdict.accepted else "reject",
         reason=verdict.reason + ci, improved_cases=[c for c, d in zip(cases, diffs) if d > 0],
         regressed_cases=[c for c, d in zip(cases, diffs) if d < 0],
         select_score=json_safe(mean(list(new.values()))) if new else None,
         baseline_score=json_safe(mean(list(old.values()))) if old else None,
         delta=json_safe(mean(diffs)) if cases else None, ci_low=json_safe(low), ci_high=json_safe(high),
-        n_cases=len(cases), scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(json_safe(evidence)))
-    return decision
+        n_cases=len(cases), evidence_json=dump_evidence(json_safe(evidence)))
+    return decision_row(ref, step, candidate, GATE, current, outcome)
 
 
 @task(name="gate", **STAGE_OPTIONS)

@@ -19,18 +19,19 @@ from statistics import fmean
 from prefect import task
 
 from schemas.graphskillevo import GSEPopulationRow, GSETestRow, GSEValScoreRow
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.harness_loops.episodes import case_index, episode_of, run_missing
 from tasks.harness_loops.tracking import track_candidate
 from tasks.loops.graphskillevo.operators import select
 from tasks.loops.graphskillevo.stages import STAGE, gen_key, population, skills, successes
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -112,11 +113,8 @@ def decision_rows(ref: RunRef, gen: int, new: list[str]) -> list[GateDecisionRow
         paired = _paired(ref, skill, parent)
         outcome = GateOutcome(decision="accept" if kept else "reject", reason=reason, select_score=scores.get(skill),
                               evidence_json=dump_evidence(evidence), **paired)
-        rows.append(GateDecisionRow(
-            run_id=ref.run_id, decision_id=derived_id(ref.run_id, skill, SELECT_GATE), round=gen,
-            candidate_id=row.candidate_id or skill, gate=SELECT_GATE,
-            baseline_id=held[parent].candidate_id if parent else None,
-            scorer_version=anchored_scorer_version(ref), **vars(outcome)))
+        rows.append(decision_row(ref, gen, row.candidate_id or skill, SELECT_GATE,
+                                 held[parent].candidate_id if parent else None, outcome, id_parts=(skill, SELECT_GATE)))
     return rows
 
 
@@ -161,10 +159,8 @@ def champion_decision(ref: RunRef, last: int) -> GateDecisionRow:
     outcome = GateOutcome(decision="accept", select_score=scores[best], evidence_json=dump_evidence(evidence),
                           reason=f"accept: best skill on validation after {last} generations "
                                  f"({scores[best]:.3f} vs the seed's {scores[seed]:.3f})", **paired)
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, best, CHAMPION_GATE), round=last,
-                           candidate_id=held[best].candidate_id, gate=CHAMPION_GATE,
-                           baseline_id=held[seed].candidate_id, scorer_version=anchored_scorer_version(ref),
-                           **vars(outcome))
+    return decision_row(ref, last, held[best].candidate_id, CHAMPION_GATE, held[seed].candidate_id, outcome,
+                        id_parts=(best, CHAMPION_GATE))
 
 
 @task(name="choose_champion", **STAGE_OPTIONS)

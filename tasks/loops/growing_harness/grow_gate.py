@@ -21,10 +21,11 @@ from statistics import fmean
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.gate.validation import GATE, Checkpoint
 from tasks.harness_loops.episodes import harness_document
@@ -66,13 +67,6 @@ def validation_scores(ref: RunRef, candidate_id: str) -> dict[str, float]:
     return successes(ref, candidate_id, [c.case_id for c in select])
 
 
-def decision_row(ref: RunRef, where: str, round_index: int, candidate: str, gate: str, baseline: str | None,
-                 outcome: GateOutcome) -> GateDecisionRow:
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, gate, where),
-                           round=round_index, candidate_id=candidate, gate=gate, baseline_id=baseline,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
-
-
 @task(name="admit_scaffold", **STAGE_OPTIONS)
 def admit_scaffold(ref: RunRef) -> None:
     """The scaffold's admission as the first last-accepted version (step 0)."""
@@ -84,7 +78,8 @@ def admit_scaffold(ref: RunRef) -> None:
                           sort_keys=True)
     outcome = GateOutcome("accept", "the strategy-free scaffold is the first accepted version", [], [], score,
                           None, None, None, None, len(state.accepted.scores), evidence)
-    row = decision_row(ref, step_key(0), 0, state.current.artifact_id, SEED_GATE, None, outcome)
+    row = decision_row(ref, 0, state.current.artifact_id, SEED_GATE, None, outcome,
+                       id_parts=(state.current.artifact_id, SEED_GATE, step_key(0)))
     store_for(ref.store_uri).write_part("gate_decisions", ref.run_id, "validate", _decision_key(step_key(0)), [row])
 
 
@@ -100,8 +95,8 @@ def _gate(ref: RunRef, where: str, round_index: int, state: GrowState, final: bo
                 if s.case_id in scores and s.candidate_id in compared}
     _, result = check(state, scores, scorer_versions=versions, anchored=anchored_scorer_version(ref),
                       seed=seed_for(config.seed, "gate", where), tolerance=config.grow.tolerance)
-    row = decision_row(ref, where, round_index, state.current.artifact_id, GATE, state.accepted.state.artifact_id,
-                       result.outcome)
+    row = decision_row(ref, round_index, state.current.artifact_id, GATE, state.accepted.state.artifact_id,
+                       result.outcome, id_parts=(state.current.artifact_id, GATE, where))
     store_for(ref.store_uri).write_part("gate_decisions", ref.run_id, "validate", _decision_key(where), [row])
     track_candidate(ref, row, None)
 
@@ -168,7 +163,7 @@ def final_harness(ref: RunRef, last_step: int) -> tuple[str, str, float | None]:
         evidence = json.dumps({"gate": GATE_OFF, "state": state.current.summary()}, sort_keys=True)
         outcome = GateOutcome("accept", "gate off (grow.gate_every=0): every kept patch is accepted unvalidated",
                               [], [], None, None, None, None, None, 0, evidence)
-        row = decision_row(ref, FINAL, last_step, candidate, GATE_OFF, None, outcome)
+        row = decision_row(ref, last_step, candidate, GATE_OFF, None, outcome, id_parts=(candidate, GATE_OFF, FINAL))
         store_for(ref.store_uri).write_part("gate_decisions", ref.run_id, "validate", _decision_key(FINAL), [row])
     return candidate, decisions_at(ref, FINAL)[0].decision_id, None
 

@@ -22,15 +22,14 @@ from prefect import task
 from schemas.ids import derived_id
 from schemas.mace import MaceRunRow
 from schemas.rows import GateDecisionRow, RegistryRow
-from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row, paired_outcome, paired_scores
 from tasks.gate.stage import champion_row
 from tasks.harness_loops.tracking import track_version
-from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.mace.memory import Memory
 from tasks.loops.mace.practice import success_on
 from tasks.loops.mace.stages import config_of, limits_of, memory_at, round_key
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -54,27 +53,19 @@ def _decision(ref: RunRef, round_index: int, candidate: str, current: str) -> Ga
     config = config_of(ref)
     cand_mem, cur_mem = memory_at(ref, candidate), memory_at(ref, current)
     new, old = split_success(ref, cand_mem, GATE_SPLIT), split_success(ref, cur_mem, GATE_SPLIT)
-    cases, diffs = paired_differences(new, old)
-    low, high = paired_bootstrap_ci(diffs, resamples=config.mace.resamples, seed=config.seed)
-    delta = _mean(diffs)
-    accept = candidate != current and delta >= 0
+    paired = paired_scores(new, old, resamples=config.mace.resamples, seed=config.seed)
+    accept = candidate != current and paired.delta >= 0
     added = sorted(set(cand_mem.units) - set(cur_mem.units))
     moved = sorted(k for k, v in cand_mem.arms.items() if k.startswith("joint|") and cur_mem.arms.get(k) != v)
     reason = ("reject: identical to the current memory" if candidate == current else
-              f"{'accept' if accept else 'reject'}: select success {_mean(old.values()):.3f} -> "
-              f"{_mean(new.values()):.3f} (Δ {delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}]) over {len(cases)} select "
+              f"{'accept' if accept else 'reject'}: select success {paired.baseline_mean:.3f} -> "
+              f"{paired.candidate_mean:.3f} (Δ {paired.delta:+.3f}, 95% CI [{paired.ci_low:+.3f}, "
+              f"{paired.ci_high:+.3f}]) over {len(paired.cases)} select "
               f"cases; {len(added)} units added, {len(moved)} (set, form) arms updated")
-    evidence = {"split": GATE_SPLIT, "cases": cases, "candidate": [new[c] for c in cases],
-                "baseline": [old[c] for c in cases], "added_units": added, "moved_arms": moved,
+    evidence = {"split": GATE_SPLIT, "added_units": added, "moved_arms": moved,
                 "utility": {u: cand_mem.utility[u] for u in sorted(cand_mem.units)}}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, GATE, round_index), round=round_index,
-        candidate_id=candidate, gate=GATE, baseline_id=current, decision="accept" if accept else "reject",
-        reason=reason, improved_cases=[c for c, d in zip(cases, diffs) if d > 0],
-        regressed_cases=[c for c, d in zip(cases, diffs) if d < 0], select_score=json_safe(_mean(new.values())),
-        baseline_score=json_safe(_mean(old.values())), delta=json_safe(delta), ci_low=json_safe(low),
-        ci_high=json_safe(high), n_cases=len(cases), scorer_version=anchored_scorer_version(ref),
-        evidence_json=dump_evidence(json_safe(evidence)))
+    outcome = paired_outcome(paired, "accept" if accept else "reject", reason, evidence)
+    return decision_row(ref, round_index, candidate, GATE, current, outcome)
 
 
 @task(name="gate", **STAGE_OPTIONS)

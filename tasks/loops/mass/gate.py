@@ -18,28 +18,23 @@ from statistics import fmean
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.mass import MassEvalRow
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.mass.loop import Execution, choose, run_policy, run_workflow, tally
 from tasks.loops.mass.stages import STAGE, WF_GATE, gen_key, policy_of, workflow_after
 from tasks.loops.mass.workflow import from_spec
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.runtime.start import CHAMPION, registry_name
 
 POLICY_GATE = "mass_policy"
-
-
-def _decision(ref: RunRef, key: str, r: int, candidate_id: str, gate: str, baseline: str, outcome: GateOutcome):
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate_id, gate, key), round=r,
-                           candidate_id=candidate_id, gate=gate, baseline_id=baseline,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
 
 
 def workflow_decision(ref: RunRef, g: int) -> GateDecisionRow:
@@ -66,10 +61,10 @@ def workflow_decision(ref: RunRef, g: int) -> GateDecisionRow:
         theirs[e.case_id].success, -theirs[e.case_id].calls))
     regressed = sorted(e.case_id for e in runs[best.wf_id] if (e.success, -e.calls) < (
         theirs[e.case_id].success, -theirs[e.case_id].calls))
-    return _decision(ref, key, g, best.wf_id, WF_GATE, parent.wf_id, GateOutcome(
+    return decision_row(ref, g, best.wf_id, WF_GATE, parent.wf_id, GateOutcome(
         decision="accept" if accept else "reject", reason=reason, improved_cases=improved, regressed_cases=regressed,
         select_score=rate[best.wf_id], baseline_score=rate[parent.wf_id], delta=(wins - losses) / n, ci_low=None,
-        ci_high=None, n_cases=n, evidence_json=dump_evidence(evidence)))
+        ci_high=None, n_cases=n, evidence_json=dump_evidence(evidence)), id_parts=(best.wf_id, WF_GATE, key))
 
 
 @task(name="gate_workflow", **STAGE_OPTIONS)
@@ -100,11 +95,13 @@ def policy_decision(ref: RunRef, last: int) -> GateDecisionRow:
               f"the evolved workflow {fmean(before.values()):.3f} (delta {delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}])")
     evidence = {"workflow_spec": wf.spec_json(), "generations": last,
                 "sft_examples": len(store_for(ref.store_uri).read_part("mass_sft_examples", ref.run_id, STAGE, "distill"))}
-    return _decision(ref, "policy", last, row.candidate_id, POLICY_GATE, wf.wf_id, GateOutcome(
+    outcome = GateOutcome(
         decision="accept" if accept else "reject", reason=reason,
         improved_cases=[c for c, d in zip(ids, diffs) if d > 0], regressed_cases=[c for c, d in zip(ids, diffs) if d < 0],
         select_score=fmean(after.values()), baseline_score=fmean(before.values()), delta=delta, ci_low=low,
-        ci_high=high, n_cases=len(ids), evidence_json=dump_evidence(evidence)))
+        ci_high=high, n_cases=len(ids), evidence_json=dump_evidence(evidence))
+    return decision_row(ref, last, row.candidate_id, POLICY_GATE, wf.wf_id, outcome,
+                        id_parts=(row.candidate_id, POLICY_GATE, "policy"))
 
 
 @task(name="register_policy", **STAGE_OPTIONS)

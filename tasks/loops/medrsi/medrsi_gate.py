@@ -25,10 +25,11 @@ from statistics import fmean
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.slow_registration import DISCOVERY_GATE, TRIAL_GATE, FrozenTool, TrialBatch, admit_to_trial
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.loops.medrsi.medrsi_logic import (
@@ -81,13 +82,6 @@ def frozen_of(row: DistillateRow) -> FrozenTool:
 def versions(ref: RunRef, candidates: set[str], case_ids: set[str]) -> set[str]:
     return {s.scorer_version for s in store_for(ref.store_uri).read_rows("scores", ref.run_id)
             if s.candidate_id in candidates and s.case_id in case_ids}
-
-
-def decision_row(ref: RunRef, round_index: int, candidate: str, gate: str, baseline: str | None,
-                 outcome: GateOutcome) -> GateDecisionRow:
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, gate, round_index),
-                           round=round_index, candidate_id=candidate, gate=gate, baseline_id=baseline,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
 
 
 def _remember(key_stage: str, key: str, ref: RunRef) -> None:

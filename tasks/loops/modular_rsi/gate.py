@@ -21,12 +21,13 @@ from statistics import fmean
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.modular_rsi import MRSIEvalRow, MRSIIntegrationRow, MRSIModuleEditRow
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate import rows as gate_rows
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.harness_loops.episodes import case_index, harness_document, run_missing
 from tasks.harness_loops.llm_edit import NoLLMEdit, unusable_row
@@ -38,7 +39,7 @@ from tasks.loops.modular_rsi.modules import MODULES
 from tasks.loops.modular_rsi.rounds import Gated, chained_edits, module_edits
 from tasks.loops.modular_rsi.stages import (STAGE, base_document, base_of, batch_traces, pool_templates, publish,
                                             round_key, runner, traces)
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_config, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, run_config, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -124,10 +125,8 @@ def decision_row(ref: RunRef, row: MRSIModuleEditRow, gated: Gated) -> GateDecis
         select_score=fmean(after) if cases else None, baseline_score=fmean(before) if cases else None,
         delta=fmean(after) - fmean(before) if cases else None, ci_low=None, ci_high=None, n_cases=len(cases),
         evidence_json=dump_evidence(evidence))
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, row.id, MODULE_GATE),
-                           round=row.round, candidate_id=row.candidate_id, gate=MODULE_GATE,
-                           baseline_id=base_of(ref, row.round), scorer_version=anchored_scorer_version(ref),
-                           **vars(outcome))
+    return gate_rows.decision_row(ref, row.round, row.candidate_id, MODULE_GATE, base_of(ref, row.round), outcome,
+                                  id_parts=(row.id, MODULE_GATE))
 
 
 @task(name="evolve_modules", **STAGE_OPTIONS)
@@ -206,9 +205,7 @@ def champion_decision(ref: RunRef, last: int) -> GateDecisionRow:
         regressed_cases=[c for c, d in zip(cases, diffs) if d < 0], select_score=fmean(after.values()),
         baseline_score=fmean(before.values()), delta=delta, ci_low=low, ci_high=high, n_cases=len(cases),
         evidence_json=dump_evidence(evidence))
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, final, CHAMPION_GATE), round=last,
-                           candidate_id=kept, gate=CHAMPION_GATE, baseline_id=seed,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
+    return gate_rows.decision_row(ref, last, kept, CHAMPION_GATE, seed, outcome, id_parts=(final, CHAMPION_GATE))
 
 
 @task(name="register_champion", **STAGE_OPTIONS)

@@ -26,9 +26,11 @@ from datetime import datetime, timezone
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow, RegistryRow
 from suites.toolsim.templates import TEMPLATES
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import episodes, executions_of, run_missing
@@ -42,7 +44,7 @@ from tasks.loops.moscopt.loop import Knobs, Outcome, Round, Simulate, mean_succe
 from tasks.loops.moscopt.pool import State, seed_pool
 from tasks.loops.moscopt.tables import STATE, outcome_rows, round_rows, skill_rows, state_body
 from tasks.proposers.rule_evidence import trace_of
-from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, run_suite, store_for
+from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.parts import distillate, distilled, once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -138,12 +140,11 @@ def plant(ref: RunRef) -> str:
     state = State.of(json.loads(next(r for r in published if r.kind == STATE).content)["pool"])
     state_id = publish_state(ref, state, 0)
     val = [r for r in distilled(ref, "moscopt_episodes") if r["round"] == 0]
-    decision = GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, state_id, GATE_SEED, 0), round=0, candidate_id=state_id,
-        gate=GATE_SEED, baseline_id=None, decision="accept", reason="no champion yet: the seed pool is the first",
-        improved_cases=[], regressed_cases=[], select_score=sum(r["success"] for r in val) / max(len(val), 1),
-        baseline_score=None, delta=None, ci_low=None, ci_high=None, n_cases=len(val),
-        evidence_json=json.dumps({"gate": GATE_SEED, "pool": list(state.pool)}), scorer_version=anchored_scorer_version(ref))
+    decision = decision_row(ref, 0, state_id, GATE_SEED, None, GateOutcome(
+        decision="accept", reason="no champion yet: the seed pool is the first", improved_cases=[],
+        regressed_cases=[], select_score=sum(r["success"] for r in val) / max(len(val), 1), baseline_score=None,
+        delta=None, ci_low=None, ci_high=None, n_cases=len(val),
+        evidence_json=json.dumps({"gate": GATE_SEED, "pool": list(state.pool)})))
     (decision,) = once(ref, "gate_decisions", "gate", round_key(0), lambda: [decision])
     once(ref, "registry", "register", round_key(0), lambda: registration(ref, decision, state, 0))
     reporter().advance(1, "seed pool")
@@ -202,9 +203,8 @@ def decision_rows(ref: RunRef, round_index: int, rd: Round) -> list[GateDecision
         return []
     before, _, _, _ = previous(ref, round_index - 1)
     baseline, candidate = publish_state(ref, before, round_index - 1), publish_state(ref, rd.edit.state, round_index)
-    return [GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, "moscopt", round_index),
-                            round=round_index, candidate_id=candidate, gate="validation_improves", baseline_id=baseline,
-                            scorer_version=anchored_scorer_version(ref), **vars(rd.outcome))]
+    return [decision_row(ref, round_index, candidate, "validation_improves", baseline, rd.outcome,
+                         id_parts=(candidate, "moscopt", round_index))]
 
 
 @task(name="summarize")

@@ -24,8 +24,10 @@ from prefect import task
 from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow, RegistryRow
 from schemas.rpmem import RPMGateStatRow, RPMQARow, RPMSessionRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.rpmem.sessions import user_id
 from tasks.loops.rpmem.stages import (SCORER, config_of, load_system, users_of,
@@ -69,13 +71,13 @@ def _decision(ref: RunRef, round_index: int, candidate: str, current: str) -> Ga
               f"{section.min_gain:+.3f}) over {len(users)} select users x {section.eval_sessions} sessions")
     evidence = {"split": "select", "users": users, "candidate": [new[u] for u in users],
                 "baseline": [old[u] for u in users], "candidate_by_n": new_n, "baseline_by_n": old_n}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, GATE, round_index), round=round_index,
-        candidate_id=candidate, gate=GATE, baseline_id=current, decision="accept" if accept else "reject",
-        reason=reason, improved_cases=[u for u, d in zip(users, diffs) if d > 0],
+    outcome = GateOutcome(
+        decision="accept" if accept else "reject", reason=reason,
+        improved_cases=[u for u, d in zip(users, diffs) if d > 0],
         regressed_cases=[u for u, d in zip(users, diffs) if d < 0], select_score=fmean(new.values()),
         baseline_score=fmean(old.values()), delta=delta, ci_low=json_safe(low), ci_high=json_safe(high),
-        n_cases=len(users), scorer_version=SCORER, evidence_json=dump_evidence(json_safe(evidence)))
+        n_cases=len(users), evidence_json=dump_evidence(json_safe(evidence)))
+    return decision_row(ref, round_index, candidate, GATE, current, outcome, scorer_version=SCORER)
 
 
 @task(name="gate", **STAGE_OPTIONS)

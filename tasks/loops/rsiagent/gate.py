@@ -22,15 +22,14 @@ from prefect import task
 from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow, RegistryRow
 from schemas.rsiagent import RSATestRunRow
-from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row, paired_outcome, paired_scores
 from tasks.gate.stage import champion_row
 from tasks.harness_loops.tracking import track_version
-from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.rsiagent.memory import harness_of, memory_bytes
 from tasks.loops.rsiagent.practice import execute, verify
 from tasks.loops.rsiagent.stages import MEMORY_NAME, config_of, memory_of, round_key
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -48,28 +47,20 @@ def split_success(ref: RunRef, mem_id: str, split: str = GATE_SPLIT) -> dict[str
 def _decision(ref: RunRef, round_index: int, candidate: str, current: str) -> GateDecisionRow:
     config = config_of(ref)
     new, old = split_success(ref, candidate), split_success(ref, current)
-    cases, diffs = paired_differences(new, old)
-    low, high = paired_bootstrap_ci(diffs, resamples=config.rsiagent.resamples, seed=config.seed)
-    delta = sum(diffs) / len(diffs) if diffs else 0.0
+    paired = paired_scores(new, old, resamples=config.rsiagent.resamples, seed=config.seed)
     before = {e.entry_id: e for e in memory_of(ref, current)}
     changed = [e for e in memory_of(ref, candidate) if before.get(e.entry_id) != e]
-    accept = candidate != current and delta >= 0
+    accept = candidate != current and paired.delta >= 0
     reason = ("reject: identical to the current memory" if candidate == current else
-              f"{'accept' if accept else 'reject'}: select success {sum(old.values())/len(old):.3f} -> "
-              f"{sum(new.values())/len(new):.3f} (Δ {delta:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}]) over "
-              f"{len(cases)} select cases; {len(changed)} entries added or revised, each from a verified recovery")
-    evidence = {"split": GATE_SPLIT, "cases": cases, "candidate": [new[c] for c in cases],
-                "baseline": [old[c] for c in cases],
+              f"{'accept' if accept else 'reject'}: select success {paired.baseline_mean:.3f} -> "
+              f"{paired.candidate_mean:.3f} (Δ {paired.delta:+.3f}, 95% CI [{paired.ci_low:+.3f}, "
+              f"{paired.ci_high:+.3f}]) over {len(paired.cases)} select cases; {len(changed)} entries added or "
+              "revised, each from a verified recovery")
+    evidence = {"split": GATE_SPLIT,
                 "entries": [{"entry_id": e.entry_id, "condition": dict(e.condition), "source_runs": list(e.source_runs)}
                             for e in changed]}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, GATE, round_index), round=round_index,
-        candidate_id=candidate, gate=GATE, baseline_id=current, decision="accept" if accept else "reject",
-        reason=reason, improved_cases=[c for c, d in zip(cases, diffs) if d > 0],
-        regressed_cases=[c for c, d in zip(cases, diffs) if d < 0], select_score=json_safe(sum(new.values()) / len(new)),
-        baseline_score=json_safe(sum(old.values()) / len(old)), delta=json_safe(delta), ci_low=json_safe(low),
-        ci_high=json_safe(high), n_cases=len(cases), scorer_version=anchored_scorer_version(ref),
-        evidence_json=dump_evidence(json_safe(evidence)))
+    outcome = paired_outcome(paired, "accept" if accept else "reject", reason, evidence)
+    return decision_row(ref, round_index, candidate, GATE, current, outcome)
 
 
 @task(name="gate", **STAGE_OPTIONS)

@@ -19,10 +19,11 @@ from datetime import datetime, timezone
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.harness_loops.documents import proposal_of
 from tasks.harness_loops.metrics import case_metrics, success_rate
@@ -112,9 +113,7 @@ def validation_row(ref: RunRef, round_index: int, candidate: str) -> GateDecisio
     outcome = seed_outcome(ref, candidate) if champion is None else replay_outcome(ref, round_index, candidate, champion)
     gate = SEED_GATE if champion is None else ACCEPT_ALL if ablation else GATE
     outcome = accept_all(outcome) if gate == ACCEPT_ALL else outcome
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, gate), round=round_index,
-                           candidate_id=candidate, gate=gate, baseline_id=champion,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
+    return decision_row(ref, round_index, candidate, gate, champion, outcome, id_parts=(candidate, gate))
 
 
 validate.on_rollback(undo_decision_part)  # a failed register un-publishes the decision; a resume re-decides

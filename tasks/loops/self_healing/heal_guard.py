@@ -23,12 +23,14 @@ guard-case runs are one part per candidate, shared by every guard round that tes
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow, RegistryRow
 from tasks.gate.library_guard import guard_due, guard_retire
+from tasks.gate.rows import decision_row
 from tasks.harness_loops.documents import harness_source
 from tasks.harness_loops.episodes import executions_of, harness_document
 from tasks.harness_loops.metrics import PRIMARY, case_metrics
@@ -116,10 +118,8 @@ def guard_decision(ref: RunRef, round_index: int, step: int) -> GateDecisionRow:
     kept = without_ids[result.retire] if result.retire else champion
     evidence = {**json.loads(result.outcome.evidence_json), "step": step, "champion": champion,
                 "ablated": dict(sorted(without_ids.items()))}
-    outcome = vars(result.outcome) | {"evidence_json": json.dumps(evidence, sort_keys=True)}
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, champion, GUARD, round_index, step),
-                           round=round_index, candidate_id=kept, gate=GUARD, baseline_id=champion,
-                           scorer_version=anchored_scorer_version(ref), **outcome)
+    outcome = replace(result.outcome, evidence_json=json.dumps(evidence, sort_keys=True))
+    return decision_row(ref, round_index, kept, GUARD, champion, outcome, id_parts=(champion, GUARD, round_index, step))
 
 
 def retired_rules(ref: RunRef, round_index: int, member: str) -> list[DistillateRow]:

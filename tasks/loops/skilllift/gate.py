@@ -13,9 +13,10 @@ from datetime import datetime, timezone
 
 from prefect import task
 
-from schemas.ids import derived_id, seed_for
+from schemas.ids import seed_for
 from schemas.rows import GateDecisionRow, RegistryRow
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate import rows as gate_rows
 from tasks.gate.stage import CHAMPION, registry_name
 from tasks.harness_loops.episodes import harness_document
 from tasks.harness_loops.tracking import track_candidate
@@ -34,7 +35,7 @@ from tasks.loops.skilllift.stages import (
     round_key,
     traces_of,
 )
-from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, store_for
+from tasks.runtime.context import RunRef, run_config, store_for
 from tasks.runtime.parts import distillate, distilled, once
 from tasks.runtime.progress import reporter
 from tasks.runtime.retry import STAGE_OPTIONS
@@ -60,9 +61,7 @@ def decision_row(ref: RunRef, round_index: int, candidates: list[str]) -> GateDe
         chosen, outcome = decide(real, rubric_scores, champion, corr, run_config(ref).skilllift.min_delta,
                                  seed=seed_for(run_config(ref).seed, "skilllift", "gate", round_index))
         gate, baseline = GATE, champion
-    return GateDecisionRow(run_id=ref.run_id, decision_id=derived_id(ref.run_id, chosen, gate, round_index),
-                           round=round_index, candidate_id=chosen, gate=gate, baseline_id=baseline,
-                           scorer_version=anchored_scorer_version(ref), **vars(outcome))
+    return gate_rows.decision_row(ref, round_index, chosen, gate, baseline, outcome)
 
 
 @task(name="choose", **STAGE_OPTIONS)
