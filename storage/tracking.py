@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -50,7 +50,6 @@ from storage.model_registry import (  # noqa: E402
     champion_rows,
     publish_versions,
 )
-from storage import tracking_writer  # noqa: E402
 from storage.store import TableStore, check_name  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -151,6 +150,7 @@ class MlflowTracker:
         # Stages may log from several threads; the look-up-then-create steps must not
         # interleave, or one candidate could get two runs.
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
         self._queued: list[Future] = []
 
     def start_run(self, run_id: str, loop: str, params: Mapping[str, str]) -> str | None:
@@ -183,30 +183,27 @@ class MlflowTracker:
         tracker's one writer thread and return None at once, for a caller that logs the
         same candidates again when its run resumes (evolve's register re-logs every round),
         so a queue lost to a crash is made good; `publish_registry` and `finish_run` wait
-        for the queue and raise its first error. The queue is written by a separate
-        process (``storage.tracking_writer``), off the flow's GIL."""
+        for the queue and raise its first error."""
         if background:
-            self._queued.append(tracking_writer.submit(
-                self.tracking_uri, run_id, candidate_id, params, metrics, tags, artifact, artifact_name))
+            self._queued.append(self._writer().submit(
+                self.log_candidate, run_id, candidate_id, params, metrics, tags, artifact, artifact_name))
             return None
-        self.flush()  # the writer's child runs first, then this process's cache is fresh
         with self._lock:
             parent = self._require_parent(run_id)
             return self._log_child(parent, run_id, candidate_id, params, metrics, tags, artifact, artifact_name).run_id
 
     def flush(self) -> None:
-        """Wait for the queued candidates; the first error of one is raised (after all ran).
-        The writer process created child runs this process's cache has not seen: drop it."""
+        """Wait for the queued candidates; the first error of one is raised (after all ran)."""
         queued, self._queued = self._queued, []
-        if not queued:
-            return
         errors = [f.exception() for f in queued]
-        with self._lock:
-            self._children.clear()
-        tracking_writer.bump()
         first = next((e for e in errors if e is not None), None)
         if first is not None:
             raise first
+
+    def _writer(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ratchet-mlflow")
+        return self._pool
 
     def publish_registry(self, run_id: str, store: TableStore) -> int:
         """Sync the run's champions into MLflow's model registry: each one's nested run
@@ -259,7 +256,6 @@ class MlflowTracker:
             identity = {MLFLOW_PARENT_RUN_ID: parent.run_id, CANDIDATE_TAG: candidate_id, OF_RUN_TAG: run_id}
             run = self._client.create_run(parent.experiment_id, tags=identity, run_name=candidate_id[:16])
             child = children[candidate_id] = _Logged.of(run)
-            tracking_writer.bump()  # a writer's cache of child runs no longer holds them all
         tags = dict(tags)
         if artifact is not None:
             digest = hashlib.sha256(artifact).hexdigest()
