@@ -80,7 +80,7 @@ def run_demo(console: Console, store_uri: str, budget: int, bin_budget: int) -> 
                   "scored only for registered champions (the honest estimate).")
     console.print(f"circle_packing champion: select {circle['select_score']:.6f}, holdout (n=32) "
                   f"{circle['holdout_score']:.6f}; {label}: {best} "
-                  f"({100 * circle['select_score'] / best:.1f}% of it) after {circle['executions']} executions")
+                  f"({100 * circle['select_score'] / best:.2f}% of it) after {circle['executions']} executions")
     console.print("  " + improvement_line(store_uri, circle["run_id"]))
     console.print(f"bin_packing champion: mean excess {-bins['select_score']:.3f}% on select instances, "
                   f"{-bins['holdout_score']:.3f}% on holdout instances (lower is better)")

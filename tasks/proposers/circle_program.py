@@ -11,11 +11,14 @@ A structure is
   normal noise from ``np.random.default_rng(seed)``;
 - a polish: ``polish`` "none", "slsqp" (SLSQP on centres and radii together, exact
   gradients, at most ``iterations`` iterations) or "penalty" (L-BFGS-B on the sum of
-  radii minus growing overlap penalties); with a polish, ``hops`` basin hops (the
-  smallest circle moved to a random point, every centre by ``hop_size`` times normal
-  noise, polished again, kept when the sum improves), stopped early once the case has
-  used ``HOP_CPU_S`` seconds of CPU in this call (a guard against the sandbox's per-case limit: for
-  n=26 it is not reached at the grammar's 16 hops);
+  radii minus growing overlap penalties), kept only when its centres' LP radii sum to
+  more than the layout's (SLSQP can diverge: a structure found at n=26 collapsed every
+  centre onto the corners at n=32 under the sandbox's single-threaded BLAS); with a
+  polish, ``hops`` basin hops (the smallest circle moved to a random point, every centre
+  by ``hop_size`` times normal noise, polished again, kept when the sum improves),
+  stopped early once the case has used ``HOP_CPU_S`` seconds of CPU in this call (a
+  guard against the sandbox's per-case limit: for n=26 it is not reached at the
+  grammar's 16 hops);
 - always last: radii from the linear program that is optimal for the final centres,
   shaved until every constraint holds exactly, so the packing the scorer sees is feasible.
 
@@ -71,8 +74,11 @@ def construct_packing(n):
     if s['polish'] == 'none' or n < 2:
         return centers, optimal_radii(centers)
     polish = slsqp if s['polish'] == 'slsqp' else penalty
-    centers = polish(centers, s['iterations'])
     radii = optimal_radii(centers)
+    polished = polish(centers, s['iterations'])
+    polished_radii = optimal_radii(polished)
+    if polished_radii.sum() > radii.sum():  # a polish that diverged keeps the layout
+        centers, radii = polished, polished_radii
     for _ in range(s['hops']):
         if time.process_time() - started > HOP_CPU_S:
             break

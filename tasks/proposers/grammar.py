@@ -78,9 +78,15 @@ def binary(op: str, x: ast.expr, y: ast.expr) -> ast.expr:
     raise ValueError(f"unknown binary operator {op!r}; known: {BINARY}")
 
 
+CONSTANT_DECADES = (-2.0, 2.3)
+"""A fresh constant's magnitude: 0.01 to 200, log-uniform. The features are in the
+instances' own units (capacities 100 and 150, items from 1 up to the capacity), so a
+threshold on ``gap`` such as "less room than the smallest item" needs tens."""
+
+
 def constant(rng: random.Random) -> ast.Constant:
     """A constant on a log scale of either sign, rounded to 3 significant digits."""
-    value = rng.choice((-1.0, 1.0)) * 10 ** rng.uniform(-2.0, 1.0)
+    value = rng.choice((-1.0, 1.0)) * 10 ** rng.uniform(*CONSTANT_DECADES)
     return ast.Constant(float(f"{value:.3g}"))
 
 

@@ -135,3 +135,17 @@ def test_a_structure_without_polish_always_gains_one():
     rng = random.Random(0)
     seed = cp.normalised(cp.SEED_STRUCTURE)
     assert {cg.repolish(seed, rng)["polish"] for _ in range(20)} == {"slsqp", "penalty"}
+
+
+def test_a_polish_that_diverges_keeps_the_layout_in_the_sandbox():
+    # the seed's rings with 100 SLSQP iterations: at n=32, under the sandbox's
+    # single-threaded BLAS, SLSQP sent every centre to the corners (LP radii 32 x 1e-12)
+    structure = {**cp.SEED_STRUCTURE, "polish": "slsqp", "iterations": 100}
+    unpolished = _load(cp.render(cp.SEED_STRUCTURE))["construct_packing"]
+    layout_sum = float(np.sum(unpolished(32)[1]))
+    suite = CirclePacking()
+    cases = [c for c in suite.cases() if c.split == "holdout" and c.payload["n"] == 32]
+    (result,) = SubprocessExecutor().run(cp.render(structure), RUNNER_SOURCE, suite.entrypoint, cases)
+    verdict = suite.score(cases[0], result.output)
+    assert result.status == "ok" and verdict.valid
+    assert verdict.metrics["sum_radii"] >= layout_sum - 1e-9 and layout_sum > 2.0
