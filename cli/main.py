@@ -74,7 +74,8 @@ def run(
     dask: Optional[str] = typer.Option(None, help="Dask scheduler address (tcp://host:8786): evaluate candidates on "
                                        "that cluster; training chunks run on its workers started with --resources GPU=1."),
     proposer: str = typer.Option("mutate", help="mutate (AST mutation/crossover or the rule proposer, offline), grammar "
-                                 "(bin packing: expressions from a grammar of item/bins/gap, offline) or llm "
+                                 "(offline structure search with TPE on constants, --set evolve.tune_rate: bin packing "
+                                 "expressions of item/bins/gap, circle packing layouts and polishes) or llm "
                                  "(an OpenAI-compatible endpoint from RATCHET_LLM_BASE_URL)."),
     inner_budget: int = typer.Option(16, min=1, help="aide2: evolve's budget per selection suite per node."),
     param: list[str] = typer.Option([], "--param", help="Suite parameter KEY=VALUE, e.g. --param n=26 (repeatable)."),
