@@ -26,15 +26,17 @@ from prefect import task
 from schemas.ids import derived_id, seed_for
 from schemas.limbo import LimboMemoryRow
 from schemas.rows import CandidateRow, GateDecisionRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row as gate_row
 from tasks.gate.stage import champion_row
 from tasks.gate.stats import paired_bootstrap_ci, paired_differences
 from tasks.loops.limbo.agent import run_request
 from tasks.loops.limbo.memory import Entry, arm_of, context, memory_bytes, memory_id, memory_of
 from tasks.loops.limbo.stages import block_key, config_of
 from tasks.loops.limbo.stream import policy_name, state_of
-from tasks.runtime.context import RunRef, anchored_scorer_version, cases_by_split, run_suite, store_for
+from tasks.runtime.context import RunRef, cases_by_split, run_suite, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -62,12 +64,12 @@ def decision_row(ref: RunRef, block: int, row, before: str) -> GateDecisionRow:
                 "cost_pred": row.cost_pred, "bonus": row.bonus, "features": json.loads(row.features),
                 "admitted": added, "evicted": evicted, "memory_before": before, "memory_after": row.mem_ver,
                 "cases": [row.task_id]}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, candidate, GATE, row.t), round=row.t,
-        candidate_id=candidate, gate=GATE, baseline_id=before, decision="accept" if row.success else "reject",
-        reason=reason, improved_cases=[row.task_id] if row.success else [], regressed_cases=[],
-        select_score=float(row.success), baseline_score=None, delta=None, ci_low=None, ci_high=None, n_cases=1,
-        scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(json_safe(evidence)))
+    outcome = GateOutcome(
+        decision="accept" if row.success else "reject", reason=reason,
+        improved_cases=[row.task_id] if row.success else [], regressed_cases=[], select_score=float(row.success),
+        baseline_score=None, delta=None, ci_low=None, ci_high=None, n_cases=1,
+        evidence_json=dump_evidence(json_safe(evidence)))
+    return gate_row(ref, row.t, candidate, GATE, before, outcome)
 
 
 @task(name="gate", **STAGE_OPTIONS)
