@@ -17,9 +17,11 @@ from prefect import task
 from schemas.algoevo import AECardRow, AEPatternRow, AETaskRunRow
 from schemas.ids import derived_id
 from schemas.rows import CandidateRow, GateDecisionRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row as gate_row
 from tasks.loops.algoevo.logic import Card, Pattern, patterns, skill_document
 from tasks.loops.algoevo.stages import evaluate, section, task_at
-from tasks.runtime.context import RunRef, anchored_scorer_version, run_config, store_for
+from tasks.runtime.context import RunRef, run_config, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -48,15 +50,14 @@ def decision_row(ref: RunRef, position: int, p: Pattern, new_id: str, old_id: st
     negative = sorted(t for t, v in p.effects.items() if v <= 0)
     evidence = {"family": p.family, "support_task_ids": list(p.support), "task_mean_delta": p.effects,
                 "min_tasks": min_tasks, "desc": p.desc}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, position, p.family, GATE), round=position,
-        candidate_id=new_id, gate=GATE, baseline_id=old_id, decision="accept" if p.promoted else "reject",
+    outcome = GateOutcome(
+        decision="accept" if p.promoted else "reject",
         reason=(f"{p.family}: positive mean delta on {len(p.support)} distinct task(s) "
                 f"({', '.join(p.support) or 'none'}); promotion needs {min_tasks}"),
         improved_cases=list(p.support), regressed_cases=negative, select_score=None, baseline_score=None,
         delta=fmean(p.effects.values()), ci_low=None, ci_high=None, n_cases=len(p.effects),
-        scorer_version=anchored_scorer_version(ref),
         evidence_json=json.dumps(evidence, sort_keys=True))
+    return gate_row(ref, position, new_id, GATE, old_id, outcome, id_parts=(position, p.family, GATE))
 
 
 @task(name="gate", **STAGE_OPTIONS)
