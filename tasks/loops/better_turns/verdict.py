@@ -11,12 +11,13 @@ from dataclasses import asdict
 
 from prefect import task
 
-from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, json_safe
+from tasks.gate.rows import decision_row
 from tasks.loops.better_turns.analysis import LAYERS, Comparison, Disagreement, compare_layer, disagreement
 from tasks.loops.better_turns.stages import CHECKPOINTS, protocol_of, recorded
-from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
+from tasks.runtime.context import RunRef, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -69,13 +70,11 @@ def _disagreement_reason(found: Disagreement, high_sim: float) -> str:
 
 def _row(ref: RunRef, candidate_id: str, baseline_id: str | None, gate: str, delta: float,
          ci: tuple[float, float], n: int, reason: str, evidence: dict) -> GateDecisionRow:
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, gate), round=0, candidate_id=candidate_id, gate=gate,
-        baseline_id=baseline_id, decision="accept" if _shown(ci) else "reject", reason=reason, improved_cases=[],
-        regressed_cases=[], select_score=None, baseline_score=None, delta=json_safe(delta), ci_low=json_safe(ci[0]),
-        ci_high=json_safe(ci[1]), n_cases=n, scorer_version=anchored_scorer_version(ref),
-        evidence_json=dump_evidence(json_safe(evidence)),
-    )
+    outcome = GateOutcome(
+        decision="accept" if _shown(ci) else "reject", reason=reason, improved_cases=[], regressed_cases=[],
+        select_score=None, baseline_score=None, delta=json_safe(delta), ci_low=json_safe(ci[0]),
+        ci_high=json_safe(ci[1]), n_cases=n, evidence_json=dump_evidence(json_safe(evidence)))
+    return decision_row(ref, 0, candidate_id, gate, baseline_id, outcome, id_parts=(gate,))
 
 
 def protocol_summary(ref: RunRef) -> dict[str, object]:
