@@ -15,15 +15,16 @@ from typing import Any
 
 from prefect import task
 
-from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.rollback import remember_decision_part, undo_decision_part
+from tasks.gate.rows import decision_row
 from tasks.runtime.start import CHAMPION, latest_champion
 from tasks.loops.dense.memory import Trial, compare, memory_verdict, per_task
 from tasks.loops.dense.refit import retry_attempt
 from tasks.loops.dense.stages import config_of, documents_of, tasks_of
-from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
+from tasks.runtime.context import RunRef, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -57,13 +58,12 @@ def memory_decision(ref: RunRef, case, documents: dict, registry: list[RegistryR
                 "baseline_run": champion.run_id if champion else None,
                 "candidate": [vars(t) for t in mine], "baseline_trials": [vars(t) for t in theirs],
                 "delta_tool_calls": verdict.delta_calls}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, fb_id, MEMORY_GATE), round=0, candidate_id=fb_id,
-        gate=MEMORY_GATE, baseline_id=baseline_id, decision=verdict.decision, reason=verdict.reason,
-        improved_cases=[case.case_id] if verdict.delta_pass > 0 else [],
+    outcome = GateOutcome(
+        decision=verdict.decision, reason=verdict.reason, improved_cases=[case.case_id] if verdict.delta_pass > 0 else [],
         regressed_cases=[case.case_id] if verdict.delta_pass < 0 else [], select_score=verdict.candidate_pass,
         baseline_score=verdict.baseline_pass, delta=verdict.delta_pass, ci_low=None, ci_high=None,
-        n_cases=len(mine), scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(evidence))
+        n_cases=len(mine), evidence_json=dump_evidence(evidence))
+    return decision_row(ref, 0, fb_id, MEMORY_GATE, baseline_id, outcome, id_parts=(fb_id, MEMORY_GATE))
 
 
 def method_decisions(ref: RunRef) -> list[GateDecisionRow]:
@@ -83,13 +83,11 @@ def method_decisions(ref: RunRef) -> list[GateDecisionRow]:
                   f"Δ {c.delta_calls:+.2f}")
         evidence = json_safe({"method": method, "tasks": list(c.tasks), "delta_tool_calls": c.delta_calls,
                               "tool_calls_ci": list(c.calls_ci), "repeats": config.budget})
-        rows.append(GateDecisionRow(
-            run_id=ref.run_id, decision_id=derived_id(ref.run_id, method, METHOD_GATE), round=0,
-            candidate_id=method, gate=METHOD_GATE, baseline_id="none", decision=decision, reason=reason,
-            improved_cases=list(c.improved), regressed_cases=list(c.regressed), select_score=json_safe(c.method_pass),
-            baseline_score=json_safe(c.baseline_pass), delta=json_safe(c.delta_pass), ci_low=json_safe(c.ci_low),
-            ci_high=json_safe(c.ci_high), n_cases=len(c.tasks), scorer_version=anchored_scorer_version(ref),
-            evidence_json=dump_evidence(evidence)))
+        rows.append(decision_row(ref, 0, method, METHOD_GATE, "none", GateOutcome(
+            decision=decision, reason=reason, improved_cases=list(c.improved), regressed_cases=list(c.regressed),
+            select_score=json_safe(c.method_pass), baseline_score=json_safe(c.baseline_pass),
+            delta=json_safe(c.delta_pass), ci_low=json_safe(c.ci_low), ci_high=json_safe(c.ci_high),
+            n_cases=len(c.tasks), evidence_json=dump_evidence(evidence)), id_parts=(method, METHOD_GATE)))
     return rows
 
 
