@@ -10,7 +10,9 @@ from datetime import datetime, timezone
 from prefect import task
 
 from schemas.ids import derived_id
-from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow, RegistryRow
+from schemas.rows import CandidateRow, DistillateRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.loops.evoalloc.logic import revise, shadow_accept, split_cases
 from tasks.loops.evoalloc.stages import EXPERIENCE_KIND, GATE, RUN_KIND, allocations, as_case, levels, policy_of, \
     section
@@ -81,13 +83,14 @@ def gate(ref: RunRef, r: int, active: str, shadow: str) -> tuple[str, str]:
     reason = ("one-shot: adopted without a shadow trial" if s.arm == "one_shot" else
               f"missed new bests {stats['missed_best_new']} vs {stats['missed_best_old']}, Full + Partial "
               f"evaluations {stats['evals_new']} vs {stats['evals_old']} on {len(trial)} shadow candidates")
-    row = once(ref, "gate_decisions", "gate", key, lambda: [GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, r, shadow, GATE), round=r, candidate_id=shadow,
-        gate=GATE, baseline_id=active, decision="accept" if accept else "reject", reason=reason, improved_cases=[],
-        regressed_cases=[], select_score=None, baseline_score=None,
+    outcome = GateOutcome(
+        decision="accept" if accept else "reject", reason=reason, improved_cases=[], regressed_cases=[],
+        select_score=None, baseline_score=None,
         delta=None if not stats else float(stats["evals_new"] - stats["evals_old"]), ci_low=None, ci_high=None,
-        n_cases=len(trial), scorer_version=run_suite(ref).scorer_version(),
-        evidence_json=json.dumps({"old": old.code(), "new": new.code(), **stats}, sort_keys=True))])[0]
+        n_cases=len(trial), evidence_json=json.dumps({"old": old.code(), "new": new.code(), **stats}, sort_keys=True))
+    row = once(ref, "gate_decisions", "gate", key, lambda: [decision_row(
+        ref, r, shadow, GATE, active, outcome, id_parts=(r, shadow, GATE),
+        scorer_version=run_suite(ref).scorer_version())])[0]
     return (shadow if row.decision == "accept" else active), ""
 
 

@@ -13,13 +13,15 @@ from prefect import task
 
 from schemas.ids import derived_id
 from schemas.rows import DistillateRow, GateDecisionRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, json_safe
+from tasks.gate.rows import decision_row
 from tasks.loops.harness_or_model.arms import Arm
 from tasks.loops.harness_or_model.coding import codemidas_tasks, groups_of
 from tasks.loops.harness_or_model.evidence import (CostAudit, Difference, Run, cost_audit, group_permutation_p,
                                                    paired_difference, task_means)
 from tasks.loops.harness_or_model.stages import METRICS, arms_of, protocol_of, recorded_runs
-from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
+from tasks.runtime.context import RunRef, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -135,13 +137,12 @@ def _difference_reason(found: Difference, a: Arm, b: Arm) -> str:
 def _row(ref: RunRef, ids: dict[str, str], arms: tuple[Arm, Arm], gate: str, delta: float,
          ci: tuple[float, float], n: int, shown: bool, reason: str, evidence: dict) -> GateDecisionRow:
     a, b = arms
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, ids[b.name], gate), round=0, candidate_id=ids[b.name],
-        gate=gate, baseline_id=ids[a.name], decision="accept" if shown else "reject", reason=reason,
-        improved_cases=[], regressed_cases=[], select_score=None, baseline_score=None, delta=json_safe(delta),
-        ci_low=json_safe(ci[0]), ci_high=json_safe(ci[1]), n_cases=n, scorer_version=anchored_scorer_version(ref),
-        evidence_json=dump_evidence(json_safe({**evidence, "baseline": a.name, "candidate": b.name})),
-    )
+    outcome = GateOutcome(
+        decision="accept" if shown else "reject", reason=reason, improved_cases=[], regressed_cases=[],
+        select_score=None, baseline_score=None, delta=json_safe(delta), ci_low=json_safe(ci[0]),
+        ci_high=json_safe(ci[1]), n_cases=n,
+        evidence_json=dump_evidence(json_safe({**evidence, "baseline": a.name, "candidate": b.name})))
+    return decision_row(ref, 0, ids[b.name], gate, ids[a.name], outcome, id_parts=(ids[b.name], gate))
 
 
 
