@@ -12,14 +12,15 @@ from typing import Sequence
 import numpy as np
 from prefect import task
 
-from schemas.ids import derived_id
 from schemas.rows import GateDecisionRow
+from tasks.gate.best_so_far import GateOutcome
 from tasks.gate.evidence import dump_evidence, json_safe
+from tasks.gate.rows import decision_row
 from tasks.gate.stats import paired_bootstrap_ci
 from tasks.gate.stats import spearman
 from tasks.loops.datasense.pool import Submission
 from tasks.loops.datasense.stages import protocol_of
-from tasks.runtime.context import RunRef, anchored_scorer_version, store_for
+from tasks.runtime.context import RunRef, store_for
 from tasks.runtime.parts import once
 from tasks.runtime.retry import STAGE_OPTIONS
 from tasks.training.stages import eval_key
@@ -116,13 +117,12 @@ def _row(ref: RunRef, gate: str, round_index: int, candidate_id: str, found: dic
     reason = (f"{name}: predicted-best group − random subsets {found['delta']:+.4f} holdout accuracy, 95% CI "
               f"[{low:+.4f}, {high:+.4f}]; {hits}; Spearman {_fmt(rho)}")
     evidence = {k: v for k, v in found.items() if k != "case_diffs" or gate.count(":") == 2}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, gate), round=round_index, candidate_id=candidate_id,
-        gate=gate, baseline_id=None, decision="accept" if shown else "reject", reason=reason, improved_cases=[],
-        regressed_cases=[], select_score=None, baseline_score=None, delta=found["delta"], ci_low=json_safe(low),
-        ci_high=json_safe(high), n_cases=len(found.get("case_diffs") or []) or found.get("pools", 0),
-        scorer_version=anchored_scorer_version(ref), evidence_json=dump_evidence(json_safe(evidence)),
-    )
+    outcome = GateOutcome(
+        decision="accept" if shown else "reject", reason=reason, improved_cases=[], regressed_cases=[],
+        select_score=None, baseline_score=None, delta=found["delta"], ci_low=json_safe(low), ci_high=json_safe(high),
+        n_cases=len(found.get("case_diffs") or []) or found.get("pools", 0),
+        evidence_json=dump_evidence(json_safe(evidence)))
+    return decision_row(ref, round_index, candidate_id, gate, None, outcome, id_parts=(gate,))
 
 
 def _fmt(value) -> str:

@@ -14,6 +14,8 @@ from prefect import task
 from schemas.configs import EvolveConfig
 from schemas.ids import content_id, derived_id, seed_for
 from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.loops.dream_rsi.rewriter import pick, rewrite
 from tasks.proposers.base import ParentInfo
 from tasks.proposers.mutate import MutationProposer
@@ -226,14 +228,15 @@ def gate_policy(ref: RunRef, round_index: int, policy_id: str, rehearsals: list[
             evidence = {"policy": json.loads(r.policy.code()), "replay_cost": r.score, "baseline_cost": baseline.score,
                         "trees": len(r.evals), "unrecorded_requests": sum(e.unrecorded_requests for e in r.evals),
                         "attempts": sum(e.attempts for e in r.evals)}
-            out.append(GateDecisionRow(
-                run_id=ref.run_id, decision_id=derived_id(ref.run_id, round_index, cid, GATE), round=round_index,
-                candidate_id=cid, gate=GATE, baseline_id=policy_id, decision="accept" if accept else "reject",
+            outcome = GateOutcome(
+                decision="accept" if accept else "reject",
                 reason=("lowest replay cost" if accept else "replay cost not below the best") +
                        f": {r.score:.4f} vs current {baseline.score:.4f}",
                 improved_cases=[], regressed_cases=[], select_score=None, baseline_score=None,
                 delta=r.score - baseline.score, ci_low=None, ci_high=None, n_cases=len(r.evals),
-                scorer_version=scorer, evidence_json=json.dumps(evidence, sort_keys=True)))
+                evidence_json=json.dumps(evidence, sort_keys=True))
+            out.append(decision_row(ref, round_index, cid, GATE, policy_id, outcome,
+                                    id_parts=(round_index, cid, GATE), scorer_version=scorer))
         return out
 
     once(ref, "gate_decisions", "gate", f"r{round_index:04d}", rows)
