@@ -17,7 +17,9 @@ import numpy as np
 from prefect import task
 
 from schemas.ids import derived_id
-from schemas.rows import CandidateRow, GateDecisionRow, RegistryRow
+from schemas.rows import CandidateRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.gate.stats import paired_bootstrap_ci
 from tasks.loops.cover.problems import OPERATORS, Problem
 from tasks.loops.cover.rounds import candidate_set, evaluate
@@ -72,14 +74,14 @@ def gate(ref: RunRef, problems: list[Problem], code: list[float], test: list[flo
               f"problem-seeds; trivial tests {found['trivial_share']:.2f} vs {found['base_trivial_share']:.2f}; "
               f"{len(found['collapsed'])} suites collapsed")
     pairs = [f"{t['task_id']}#{t['seed']}" for t in trained]
-    once(ref, "gate_decisions", "gate", "suite", lambda: [GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, GATE), round=steps, candidate_id="cover:trained",
-        gate=GATE, baseline_id="cover:uniform", decision="accept" if found["accept"] else "reject", reason=reason,
-        improved_cases=[c for c, x in zip(pairs, found["diffs"]) if x > 0],
-        regressed_cases=[c for c, x in zip(pairs, found["diffs"]) if x < 0], select_score=found["auc"],
-        baseline_score=found["base_auc"], delta=found["delta"], ci_low=found["ci"][0], ci_high=found["ci"][1],
-        n_cases=len(trained), scorer_version=run_suite(ref).scorer_version(),
-        evidence_json=json.dumps(found, sort_keys=True))])
+    once(ref, "gate_decisions", "gate", "suite", lambda: [decision_row(
+        ref, steps, "cover:trained", GATE, "cover:uniform", GateOutcome(
+            decision="accept" if found["accept"] else "reject", reason=reason,
+            improved_cases=[c for c, x in zip(pairs, found["diffs"]) if x > 0],
+            regressed_cases=[c for c, x in zip(pairs, found["diffs"]) if x < 0], select_score=found["auc"],
+            baseline_score=found["base_auc"], delta=found["delta"], ci_low=found["ci"][0], ci_high=found["ci"][1],
+            n_cases=len(trained), evidence_json=json.dumps(found, sort_keys=True)),
+        id_parts=(GATE,), scorer_version=run_suite(ref).scorer_version())])
     return found
 
 

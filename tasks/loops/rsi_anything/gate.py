@@ -11,8 +11,10 @@ from datetime import datetime, timezone
 from prefect import task
 
 from schemas.ids import derived_id, seed_for
-from schemas.rows import GateDecisionRow, RegistryRow
+from schemas.rows import RegistryRow
 from schemas.rsi_anything import PairCheckRow, RSIExecutionRow, WMVersionRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.loops.rsi_anything.pair import Batch, bandit_update, fit_ridge, pair_gate, reliability, should_adapt
 from tasks.loops.rsi_anything.stages import before_distill, best_of, draw, gains, policy_of, public_scores, put_artifact, \
     results, section, training_data, wm_of
@@ -103,13 +105,14 @@ def gate(ref: RunRef, r: int, policy: str, wm: str, new_policy: str, new_wm: str
     reason = (f"policy part {'passed' if ev['policy_part'] else 'failed'}, WM part "
               f"{'passed' if ev['wm_part'] else 'failed'}; assembled pair's picks gain {ev['metric_new']:+.4f} vs "
               f"old pair {ev['metric_old']:+.4f} on {len(old_b)} draws ({s.gate} gate)")
-    once(ref, "gate_decisions", "gate", key, lambda: [GateDecisionRow(
-        run_id=ref.run_id, decision_id=decision, round=r, candidate_id=new_pair, gate=GATE, baseline_id=old_pair,
-        decision="accept" if accept else "reject", reason=reason, improved_cases=[], regressed_cases=[],
-        select_score=ev["metric_new"], baseline_score=ev["metric_old"], delta=ev["delta"], ci_low=ev["ci"][0],
-        ci_high=ev["ci"][1], n_cases=len(old_b), scorer_version=run_suite(ref).scorer_version(),
-        evidence_json=json.dumps({**ev, "policy": policy, "wm": wm, "new_policy": new_policy, "new_wm": new_wm},
-                                 sort_keys=True))])
+    once(ref, "gate_decisions", "gate", key, lambda: [decision_row(
+        ref, r, new_pair, GATE, old_pair, GateOutcome(
+            decision="accept" if accept else "reject", reason=reason, improved_cases=[], regressed_cases=[],
+            select_score=ev["metric_new"], baseline_score=ev["metric_old"], delta=ev["delta"], ci_low=ev["ci"][0],
+            ci_high=ev["ci"][1], n_cases=len(old_b),
+            evidence_json=json.dumps({**ev, "policy": policy, "wm": wm, "new_policy": new_policy, "new_wm": new_wm},
+                                     sort_keys=True)),
+        id_parts=(r, new_pair, GATE), scorer_version=run_suite(ref).scorer_version())])
     once(ref, "pair_checks", "gate", key, lambda: [PairCheckRow(
         run_id=ref.run_id, round=r, policy_ver=assembled[0], wm_ver=assembled[1], old_policy_ver=policy,
         old_wm_ver=wm, policy_part=ev["policy_part"], wm_part=ev["wm_part"], metric_new=ev["metric_new"],
