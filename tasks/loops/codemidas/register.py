@@ -17,7 +17,9 @@ from typing import Any
 from prefect import task
 
 from schemas.ids import derived_id
-from schemas.rows import GateDecisionRow, RegistryRow
+from schemas.rows import RegistryRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.loops.codemidas.envset import set_id
 from tasks.runtime.context import RunRef, run_config, run_suite, store_for
 from tasks.runtime.parts import once
@@ -52,15 +54,16 @@ def register_set(ref: RunRef, start: dict[str, Any], final: dict[str, Any]) -> d
     start_select, _ = set_scores(start)
     decision_id = derived_id(ref.run_id, evidence["final_set"], SET_GATE)
     accept = bool(evidence["added"])
-    once(ref, "gate_decisions", "gate", "set", lambda: [GateDecisionRow(
-        run_id=ref.run_id, decision_id=decision_id, round=-1, candidate_id=evidence["final_set"], gate=SET_GATE,
-        baseline_id=evidence["start_set"], decision="accept" if accept else "reject",
-        reason=(f"adds {len(evidence['added'])} environments ({evidence['environments']} in all) from "
-                f"{len(evidence['built'])} candidates built" if accept else
-                f"no environment accepted from {len(evidence['built'])} candidates built: the champion stays"),
-        improved_cases=evidence["added"], regressed_cases=[], select_score=select, baseline_score=start_select,
-        delta=None, ci_low=None, ci_high=None, n_cases=len(evidence["built"]),
-        scorer_version=run_suite(ref).scorer_version(), evidence_json=json.dumps(evidence, sort_keys=True))])
+    once(ref, "gate_decisions", "gate", "set", lambda: [decision_row(
+        ref, -1, evidence["final_set"], SET_GATE, evidence["start_set"], GateOutcome(
+            decision="accept" if accept else "reject",
+            reason=(f"adds {len(evidence['added'])} environments ({evidence['environments']} in all) from "
+                    f"{len(evidence['built'])} candidates built" if accept else
+                    f"no environment accepted from {len(evidence['built'])} candidates built: the champion stays"),
+            improved_cases=evidence["added"], regressed_cases=[], select_score=select, baseline_score=start_select,
+            delta=None, ci_low=None, ci_high=None, n_cases=len(evidence["built"]),
+            evidence_json=json.dumps(evidence, sort_keys=True)),
+        id_parts=(evidence["final_set"], SET_GATE), scorer_version=run_suite(ref).scorer_version())])
     if accept:
         name = registry_name(config)
 

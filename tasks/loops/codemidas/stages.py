@@ -22,6 +22,8 @@ from schemas.ids import content_id, derived_id, seed_for
 from schemas.rows import CandidateRow, DistillateRow, GateDecisionRow
 from suites.codemidas.ship import SOURCES, pool
 from suites.executors import make_executor
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.loops.codemidas.construct import construct
 from tasks.loops.codemidas.envset import EMPTY, dump, merged, next_candidates, set_id
 from tasks.proposers.test_inputs import llm_arguments
@@ -102,15 +104,15 @@ def gate_row(ref: RunRef, r: int, c: dict[str, Any], version: str) -> GateDecisi
     """One environment's admission row: accepted when it reached `kept`; its evidence is
     the construction's (gate 1 on the select tests, every attempt's reward)."""
     gate1 = c["evidence"].get("gate1_select") or {}
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, c["cand_id"], GATE), round=r,
-        candidate_id=c["environment_blob"] or content_id(c["cand_id"]), gate=GATE, baseline_id=None,
+    outcome = GateOutcome(
         decision="accept" if c["stage_reached"] == "kept" else "reject",
         reason=f"{c['cand_id']}: " + (c["drop_reason"] or f"kept: reliable on the select tests, attempts' rewards spread "
                                    f"(mutation score {gate1.get('mutation_score', 0):.3f})"),
         improved_cases=[], regressed_cases=[], select_score=gate1.get("mutation_score"), baseline_score=None,
-        delta=None, ci_low=None, ci_high=None, n_cases=c["tests"], scorer_version=version,
+        delta=None, ci_low=None, ci_high=None, n_cases=c["tests"],
         evidence_json=json.dumps({"cand_id": c["cand_id"], **c["evidence"]}, sort_keys=True))
+    return decision_row(ref, r, c["environment_blob"] or content_id(c["cand_id"]), GATE, None, outcome,
+                        id_parts=(c["cand_id"], GATE), scorer_version=version)
 
 
 @task(name="gate", **STAGE_OPTIONS)

@@ -14,9 +14,11 @@ import json
 from prefect import task
 
 from schemas.gai import GAIClassificationRow, GAIComponentRow, GAIVersionRow
-from schemas.ids import content_id, derived_id
+from schemas.ids import content_id
 from schemas.loops import LOOP_SPECS
 from schemas.rows import GateDecisionRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.gate.stats import paired_bootstrap_ci
 from tasks.loops.gai.facts import store_facts
@@ -108,13 +110,12 @@ def _flag(ref: RunRef, c: GAIClassificationRow, gaps: list[float]) -> GateDecisi
     why = [f"standard {c.anchor}"] + ([f"{c.heldout_reads} held-out reads by selection"] if c.heldout_reads else [])
     if gaps:
         why.append(f"internal − external gap {c.mean_gap:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}] over {len(gaps)} versions")
-    return GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, c.flow_id, "gai"), round=0, candidate_id=manifest,
-        gate="gai:manifest", baseline_id=None, decision="reject" if c.flagged else "accept",
-        reason=f"{c.flow_id} ({c.loop}): {c.system}, {'; '.join(why)}", improved_cases=[], regressed_cases=[],
-        select_score=None, baseline_score=None, delta=json_safe(c.mean_gap), ci_low=json_safe(ci[0]),
-        ci_high=json_safe(ci[1]), n_cases=len(gaps),
-        scorer_version="manifest", evidence_json=dump_evidence(evidence))
+    outcome = GateOutcome(
+        decision="reject" if c.flagged else "accept", reason=f"{c.flow_id} ({c.loop}): {c.system}, {'; '.join(why)}",
+        improved_cases=[], regressed_cases=[], select_score=None, baseline_score=None, delta=json_safe(c.mean_gap),
+        ci_low=json_safe(ci[0]), ci_high=json_safe(ci[1]), n_cases=len(gaps), evidence_json=dump_evidence(evidence))
+    return decision_row(ref, 0, manifest, "gai:manifest", None, outcome, id_parts=(c.flow_id, "gai"),
+                        scorer_version="manifest")
 
 
 def manifest_summary(ref: RunRef) -> dict[str, object]:

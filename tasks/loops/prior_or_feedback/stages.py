@@ -21,6 +21,8 @@ from schemas.rows import GateDecisionRow
 from suites.pde1d.space import CONFIG_SPACE
 from suites.pde1d.suite import Pde1d
 from suites.pde1d.trials import split_nrmse
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.loops.prior_or_feedback import protocol
 from tasks.loops.prior_or_feedback.measures import evidence, reason
@@ -135,14 +137,14 @@ def attribute(ref: RunRef, plan: list[tuple[str, int, str]]) -> list[GateDecisio
         for proposer in proposers_of(run_config(ref)):
             e = evidence(searches, proposer, section.resamples)
             cid, vs = derived_id("prior_or_feedback", proposer), e.get("vs_random") or {}
-            out.append(GateDecisionRow(
-                run_id=ref.run_id, decision_id=derived_id(ref.run_id, cid, "pof"), round=0, candidate_id=cid,
-                gate=f"pof:{proposer}", baseline_id=derived_id("prior_or_feedback", "random"),
+            outcome = GateOutcome(
                 decision="accept" if e["uses_feedback"] else "reject", reason=reason(e), improved_cases=[],
                 regressed_cases=[], select_score=None, baseline_score=None, delta=json_safe(e["sensitivity"]),
                 ci_low=json_safe(e["sensitivity_ci"][0]), ci_high=json_safe(e["sensitivity_ci"][1]),
-                n_cases=e["searches"], scorer_version="pde1d", evidence_json=dump_evidence(json_safe(
-                    {**e, "matched_random_runs": vs.get("runs", 0)}))))
+                n_cases=e["searches"], evidence_json=dump_evidence(json_safe(
+                    {**e, "matched_random_runs": vs.get("runs", 0)})))
+            out.append(decision_row(ref, 0, cid, f"pof:{proposer}", derived_id("prior_or_feedback", "random"),
+                                    outcome, id_parts=(cid, "pof"), scorer_version="pde1d"))
         return out
     return once(ref, "gate_decisions", "gate", "verdicts", rows)
 

@@ -18,6 +18,8 @@ from prefect import task
 
 from schemas.ids import derived_id
 from schemas.rows import DistillateRow, GateDecisionRow, ScoreRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.gate.evidence import dump_evidence, json_safe
 from tasks.loops.trace.episodes import expected_state, required_tools
 from tasks.loops.trace.evidence import Rewards, Trajectory, Verdict, behaviour_changed, verdicts
@@ -112,15 +114,14 @@ def _decisions(ref: RunRef, ids: dict[str, str]) -> list[GateDecisionRow]:
             evidence = {**asdict(found), "agent": agent, "condition": condition, "grader": grader,
                         "native_version": NATIVE, "rescore_version": section.rescore_version,
                         "margin": section.margin, "inside_noise_floor": inside}
-            rows.append(GateDecisionRow(
-                run_id=ref.run_id, decision_id=derived_id(ref.run_id, ids[agent], gate), round=0,
-                candidate_id=ids[agent], gate=gate, baseline_id=ids[agent],
+            outcome = GateOutcome(
                 decision="accept" if found.verdict == "no effect" else "reject",
                 reason=reason(agent, condition, grader, found, section.margin, section.rescore_version),
                 improved_cases=[], regressed_cases=[], select_score=None, baseline_score=None,
                 delta=json_safe(found.delta), ci_low=json_safe(found.ci[0]), ci_high=json_safe(found.ci[1]),
-                n_cases=len(runs[(agent, 'original')]), scorer_version=NATIVE,
-                evidence_json=dump_evidence(json_safe(evidence))))
+                n_cases=len(runs[(agent, 'original')]), evidence_json=dump_evidence(json_safe(evidence)))
+            rows.append(decision_row(ref, 0, ids[agent], gate, ids[agent], outcome, id_parts=(ids[agent], gate),
+                                     scorer_version=NATIVE))
     return rows
 
 
