@@ -19,7 +19,9 @@ from prefect import task
 
 from schemas.configs import EvolveConfig
 from schemas.ids import content_id, derived_id, seed_for
-from schemas.rows import CandidateRow, GateDecisionRow, NodeRow, RegistryRow
+from schemas.rows import CandidateRow, NodeRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.runtime.context import RunRef, run_config, store_for
 from tasks.runtime.retry import STAGE_OPTIONS
 
@@ -111,16 +113,16 @@ def gate_agent(ref: RunRef, node: int, agent: EvolveConfig, summaries: list[dict
         hidden, public = composites(summaries)
         accepted = hidden > best
         parent = store.read_part("candidates", ref.run_id, "sample", key)[0].parent_ids
-        store.write_part("gate_decisions", ref.run_id, "gate", key, [GateDecisionRow(
-            run_id=ref.run_id, decision_id=derived_id(ref.run_id, node_id, "composite"), round=node,
-            candidate_id=node_id, gate="composite_best_so_far", baseline_id=None,
+        outcome = GateOutcome(
             decision="accept" if accepted else "reject",
             reason=f"hidden composite {hidden:.6f} {'>' if accepted else '<='} best so far {best:.6f}",
             improved_cases=[], regressed_cases=[], select_score=public, baseline_score=None if not earlier else best,
             delta=None if not earlier else hidden - best, ci_low=None, ci_high=None, n_cases=len(summaries),
-            scorer_version=json.loads(store.read_part("runs", ref.run_id, "status", "running")[0].config_json)["scorer_version"],
-            evidence_json=json.dumps(summaries, sort_keys=True, default=str),
-        )])
+            evidence_json=json.dumps(summaries, sort_keys=True, default=str))
+        scorer = json.loads(store.read_part("runs", ref.run_id, "status", "running")[0].config_json)["scorer_version"]
+        store.write_part("gate_decisions", ref.run_id, "gate", key, [decision_row(
+            ref, node, node_id, "composite_best_so_far", None, outcome, id_parts=(node_id, "composite"),
+            scorer_version=scorer)])
         if accepted:
             store.write_part("registry", ref.run_id, "register", key, [RegistryRow(
                 run_id=ref.run_id, name="aide2/agent", version=sum(n.accepted for n in earlier) + 1,
