@@ -13,7 +13,9 @@ from statistics import fmean
 from prefect import task
 
 from schemas.ids import derived_id
-from schemas.rows import DistillateRow, GateDecisionRow, RegistryRow
+from schemas.rows import DistillateRow, RegistryRow
+from tasks.gate.best_so_far import GateOutcome
+from tasks.gate.rows import decision_row
 from tasks.gate.stats import paired_bootstrap_ci, sign_test_p, spearman
 from tasks.loops.research_world_models.selection import Record
 from tasks.loops.research_world_models.stages import GATE, METRIC_KIND, PREDICTORS, SETTINGS, section
@@ -67,16 +69,17 @@ def judge(ref: RunRef, selections: list[dict]) -> list[dict]:
         support=r["rounds"], status="active") for r in rows])
     found = comparisons(rows)
     version = run_suite(ref).scorer_version()
-    once(ref, "gate_decisions", "gate", "predictors", lambda: [GateDecisionRow(
-        run_id=ref.run_id, decision_id=derived_id(ref.run_id, GATE, c["setting"], c["predictor"]), round=-1,
-        candidate_id=f"predictor:{c['predictor']}", gate=GATE, baseline_id="predictor:prior",
-        decision="accept" if c["accept"] else "reject",
-        reason=(f"{c['setting']}-env Regret@{section(ref).choose} {c['regret']:.3f} vs the prior's {c['prior_regret']:.3f}: "
-                f"{c['delta']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] over {len(c['envs'])} environments"),
-        improved_cases=[e for e, d in zip(c["envs"], c["diffs"]) if d < 0],
-        regressed_cases=[e for e, d in zip(c["envs"], c["diffs"]) if d > 0], select_score=c["regret"],
-        baseline_score=c["prior_regret"], delta=c["delta"], ci_low=c["ci"][0], ci_high=c["ci"][1],
-        n_cases=len(c["envs"]), scorer_version=version, evidence_json=json.dumps(c, sort_keys=True))
+    once(ref, "gate_decisions", "gate", "predictors", lambda: [decision_row(
+        ref, -1, f"predictor:{c['predictor']}", GATE, "predictor:prior", GateOutcome(
+            decision="accept" if c["accept"] else "reject",
+            reason=(f"{c['setting']}-env Regret@{section(ref).choose} {c['regret']:.3f} vs the prior's "
+                    f"{c['prior_regret']:.3f}: {c['delta']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] over "
+                    f"{len(c['envs'])} environments"),
+            improved_cases=[e for e, d in zip(c["envs"], c["diffs"]) if d < 0],
+            regressed_cases=[e for e, d in zip(c["envs"], c["diffs"]) if d > 0], select_score=c["regret"],
+            baseline_score=c["prior_regret"], delta=c["delta"], ci_low=c["ci"][0], ci_high=c["ci"][1],
+            n_cases=len(c["envs"]), evidence_json=json.dumps(c, sort_keys=True)),
+        id_parts=(GATE, c["setting"], c["predictor"]), scorer_version=version)
         for c in found])
     return found
 
