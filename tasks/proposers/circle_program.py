@@ -260,6 +260,25 @@ def describe(s: dict) -> str:
             f"x{s['iterations']} with {s['hops']} hops")
 
 
+def constant_values(structure: dict) -> list[float]:
+    """The structure's constants (``CONSTANTS`` order, a layer field's values in turn)."""
+    values: list[float] = []
+    for field in CONSTANTS:
+        values += structure[field] if field in LAYER_FIELDS else [structure[field]]
+    return values
+
+
+def with_constant_values(structure: dict, values: list[float]) -> dict:
+    """``structure`` with its constants (``constant_values`` order) set to ``values``."""
+    child, at = dict(structure), 0
+    for field in CONSTANTS:
+        width = len(structure[field]) if field in LAYER_FIELDS else 1
+        chunk = list(values[at:at + width])
+        child[field] = chunk if field in LAYER_FIELDS else chunk[0]
+        at += width
+    return child
+
+
 def layer_total(structure: dict) -> int:
     """How many circles the structure's layers hold (the n it was shaped for)."""
     return sum(structure["counts"])

@@ -160,7 +160,7 @@ class GrammarProposer:
         axes = circle_axes(structure) if structure is not None else expression_axes(centre)
         values = suggest(axes, trials, rng.randrange(2**31))
         if structure is not None:
-            child = with_circle_constants(structure, values)
+            child = circle_program.with_constant_values(structure, values)
             source, operator, text = circle_program.render(child), "circle_tpe", circle_program.describe(child)
         else:
             expr = expression_of(parent.source)
@@ -187,8 +187,7 @@ def shape_of(source: str) -> tuple[str, tuple[float, ...]] | None:
     expression); None for a program the grammar did not write."""
     if (structure := circle_program.parse(source)) is not None:
         fixed = {k: v for k, v in structure.items() if k not in circle_program.CONSTANTS}
-        layers = len(structure["counts"])
-        return f"circles {sorted(fixed.items())} x{layers}", tuple(_circle_values(structure))
+        return f"circles {sorted(fixed.items())}", tuple(circle_program.constant_values(structure))
     expr = grammar.parse(source)
     if expr is None or not grammar.in_grammar(expr):
         return None
@@ -202,28 +201,10 @@ def expression_axes(centre: Sequence[float]) -> list[Axis]:
     return [Axis((m or 1.0) / 4, (m or 1.0) * 4, log=True) for m in centre]
 
 
-def _circle_values(structure: dict) -> list[float]:
-    values: list[float] = []
-    for field in circle_program.CONSTANTS:
-        values += structure[field] if field in circle_program.LAYER_FIELDS else [structure[field]]
-    return values
-
-
 def circle_axes(structure: dict) -> list[Axis]:
     """Each constant within 2 of its mutation steps of the parent's, inside its bounds."""
     bounds = []
     for field, bound in circle_program.CONSTANTS.items():
         bounds += [bound] * (len(structure[field]) if field in circle_program.LAYER_FIELDS else 1)
     return [Axis(max(low, v - 2 * step), min(high, v + 2 * step))
-            for v, (low, high, step) in zip(_circle_values(structure), bounds)]
-
-
-def with_circle_constants(structure: dict, values: Sequence[float]) -> dict:
-    """``structure`` with its constants (``_circle_values`` order) set to ``values``."""
-    child, at = dict(structure), 0
-    for field in circle_program.CONSTANTS:
-        width = len(structure[field]) if field in circle_program.LAYER_FIELDS else 1
-        chunk = list(values[at:at + width])
-        child[field] = chunk if field in circle_program.LAYER_FIELDS else chunk[0]
-        at += width
-    return child
+            for v, (low, high, step) in zip(circle_program.constant_values(structure), bounds)]

@@ -57,10 +57,23 @@ def _parent_info(member: Member, sources: dict[str, str]) -> ParentInfo:
     )
 
 
-def run_history(archive: Sequence[Member], sources: dict[str, str]) -> list[ParentInfo]:
+class RunHistory(Sequence[ParentInfo]):
     """Every scored program of the archive, in archive order: what a proposer with
-    ``reads_history`` (the grammar proposer's TPE on constants) models."""
-    return [_parent_info(m, sources) for m in archive if m.train_score is not None]
+    ``reads_history`` (the grammar proposer's TPE on constants) models. A program's
+    source is read when an item is first asked for, so a round whose children never
+    look at the history reads no source for it."""
+
+    def __init__(self, archive: Sequence[Member], sources: dict[str, str]) -> None:
+        self._members = [m for m in archive if m.train_score is not None]
+        self._sources = sources
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [_parent_info(m, self._sources) for m in self._members[index]]
+        return _parent_info(self._members[index], self._sources)
 
 
 def propose_children(
@@ -77,7 +90,7 @@ def propose_children(
     program is redrawn; after `DUPLICATE_RETRIES` identical draws it is dropped, so the
     candidates table never holds the same program twice."""
     seen = {m.candidate_id for m in archive}
-    extra = {"history": run_history(archive, sources)} if getattr(proposer, "reads_history", False) else {}
+    extra = {"history": RunHistory(archive, sources)} if getattr(proposer, "reads_history", False) else {}
     children: list[tuple[Proposal, int]] = []
     for k in range(n_children):
         island = (round_index * n_children + k) % config.islands

@@ -83,14 +83,16 @@ def gate(ref: RunRef, r: int, active: str, shadow: str) -> tuple[str, str]:
     reason = ("one-shot: adopted without a shadow trial" if s.arm == "one_shot" else
               f"missed new bests {stats['missed_best_new']} vs {stats['missed_best_old']}, Full + Partial "
               f"evaluations {stats['evals_new']} vs {stats['evals_old']} on {len(trial)} shadow candidates")
-    outcome = GateOutcome(
-        decision="accept" if accept else "reject", reason=reason, improved_cases=[], regressed_cases=[],
-        select_score=None, baseline_score=None,
-        delta=None if not stats else float(stats["evals_new"] - stats["evals_old"]), ci_low=None, ci_high=None,
-        n_cases=len(trial), evidence_json=json.dumps({"old": old.code(), "new": new.code(), **stats}, sort_keys=True))
-    row = once(ref, "gate_decisions", "gate", key, lambda: [decision_row(
-        ref, r, shadow, GATE, active, outcome, id_parts=(r, shadow, GATE),
-        scorer_version=run_suite(ref).scorer_version())])[0]
+    def rows():
+        outcome = GateOutcome(
+            decision="accept" if accept else "reject", reason=reason, improved_cases=[], regressed_cases=[],
+            select_score=None, baseline_score=None,
+            delta=None if not stats else float(stats["evals_new"] - stats["evals_old"]), ci_low=None, ci_high=None,
+            n_cases=len(trial), evidence_json=json.dumps({"old": old.code(), "new": new.code(), **stats}, sort_keys=True))
+        return [decision_row(ref, r, shadow, GATE, active, outcome, id_parts=(r, shadow, GATE),
+                             scorer_version=run_suite(ref).scorer_version())]
+
+    row = once(ref, "gate_decisions", "gate", key, rows)[0]
     return (shadow if row.decision == "accept" else active), ""
 
 

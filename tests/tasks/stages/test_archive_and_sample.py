@@ -4,7 +4,7 @@ from schemas.configs import EvolveConfig
 from schemas.ids import content_id
 from tasks.proposers import make_proposer
 from tasks.search.archive import Member, island_pool, tournament
-from tasks.stages.sample import propose_children
+from tasks.stages.sample import RunHistory, propose_children
 
 PROGRAM = """import numpy as np
 
@@ -52,3 +52,17 @@ def test_propose_children_is_deterministic_and_never_duplicates():
     ids = [content_id(p.source) for p, _ in first]
     assert len(set(ids)) == len(ids) and content_id(PROGRAM) not in ids
     assert [p.source for p, _ in draw(8)] != [p.source for p, _ in first]
+
+
+def test_run_history_holds_the_scored_members_and_reads_a_source_only_when_asked():
+    class Recorded(dict):
+        def __missing__(self, candidate_id):
+            read.append(candidate_id)
+            return f"# program {candidate_id}"
+
+    read: list[str] = []
+    history = RunHistory([member("a", 0, 1.0), member("b", 0, None), member("c", 1, 2.0)], Recorded())
+    assert len(history) == 2 and read == []
+    assert [(h.candidate_id, h.source, h.score) for h in history] == [
+        ("a", "# program a", 1.0), ("c", "# program c", 2.0)]
+    assert read == ["a", "c"] and [h.candidate_id for h in history[1:]] == ["c"]
