@@ -42,6 +42,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 from mlflow import MlflowClient  # noqa: E402  (telemetry must be off before import)
 from mlflow.entities import Metric, Param, Run, RunTag  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository  # noqa: E402
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID  # noqa: E402
 
 from storage.model_registry import (  # noqa: E402
@@ -252,15 +253,16 @@ class MlflowTracker:
         """The candidate's nested run, created once, holding the given values (lock held)."""
         children = self._child_runs(parent)
         child = children.get(check_name("candidate_id", candidate_id))
-        if child is None:
+        if child is None:  # created holding its tags (the artifact's comes once it is uploaded)
             identity = {MLFLOW_PARENT_RUN_ID: parent.run_id, CANDIDATE_TAG: candidate_id, OF_RUN_TAG: run_id}
-            run = self._client.create_run(parent.experiment_id, tags=identity, run_name=candidate_id[:16])
+            first = {**{k: str(v) for k, v in tags.items() if k != ARTIFACT_TAG}, **identity}
+            run = self._client.create_run(parent.experiment_id, tags=first, run_name=candidate_id[:16])
             child = children[candidate_id] = _Logged.of(run)
         tags = dict(tags)
         if artifact is not None:
             digest = hashlib.sha256(artifact).hexdigest()
             if child.tags.get(ARTIFACT_TAG) != digest:
-                self._upload(child.run_id, artifact, artifact_name)
+                self._upload(child, artifact, artifact_name)
             tags[ARTIFACT_TAG] = digest
         self._send(child, params=params, metrics=metrics, tags=tags)
         if child.status != "FINISHED":
@@ -349,15 +351,19 @@ class MlflowTracker:
         run.metrics.update((m.key, m.value) for m in sent[1])
         run.tags.update((t.key, t.value) for t in sent[2])
 
-    def _upload(self, mlflow_run_id: str, artifact: bytes, artifact_name: str) -> None:
+    def _upload(self, run: _Logged, artifact: bytes, artifact_name: str) -> None:
+        """Write the artifact to the run's artifact location, known from when the run was
+        created or found (``MlflowClient.log_artifact`` would read the whole run back
+        first to learn it)."""
         name = Path(artifact_name)
         if name.is_absolute() or ".." in name.parts or not name.name:
             raise ValueError(f"artifact name {artifact_name!r} must be a relative file name")
+        repository = get_artifact_repository(run.artifact_uri, tracking_uri=self.tracking_uri)
         with tempfile.TemporaryDirectory(prefix="ratchet-artifact-") as tmp:
             path = Path(tmp) / name.name
             path.write_bytes(artifact)
             folder = name.parent.as_posix()
-            self._client.log_artifact(mlflow_run_id, str(path), artifact_path=None if folder == "." else folder)
+            repository.log_artifact(str(path), artifact_path=None if folder == "." else folder)
 
 
 def default_tracking_uri(store: TableStore) -> str:

@@ -230,7 +230,7 @@ class SubprocessExecutor(Executor):
                 send_line(child.request_fd, request_line(request))
                 child.end_request()
             if self.prestart:
-                POOL.offer(self._key(runner), self._start(runner, None))
+                POOL.offer(self._key(runner), POOL.launch(partial(self._start, runner, None)))
             cut = watch(child.read_fd, child.pidfd, child.cpu_s, transcript, self._limit)
             ending_at = time.monotonic()
         finally:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -48,6 +49,17 @@ def test_the_next_batch_runs_in_the_child_started_during_this_one(warm, sandbox_
     assert second.output[0] == waiting[0]  # it ran in the child that was waiting
     assert second.output[1] == ["b.txt", "harness.py", "stderr.txt", "stdout.txt"]  # nothing of the first batch
     assert len(_dirs(sandbox_root)) == 1 and _dirs(sandbox_root) != waiting
+
+
+def test_the_child_started_ahead_outlives_the_thread_whose_batch_started_it(warm, sandbox_root):
+    # bwrap's --die-with-parent fires when the *thread* that started the child ends: the
+    # execute stage's worker threads end with their round, and its next batch found no child.
+    with ThreadPoolExecutor(max_workers=1) as round_threads:
+        assert round_threads.submit(warm.run, WHERE, RUNNER, "solve", cases({"name": "a.txt"})).result()[0].status == "ok"
+    waiting = _dirs(sandbox_root)
+    assert len(waiting) == 1 and len(sandbox_processes(sandbox_root)) >= 1
+    second = warm.run(WHERE, RUNNER, "solve", cases({"name": "b.txt"}))[0]
+    assert second.output[0] == waiting[0]  # the next round's first batch ran in it
 
 
 def test_closing_the_pool_leaves_no_process_and_no_directory(warm, sandbox_root):
