@@ -107,7 +107,7 @@ class _Ending:
     and when we stopped watching it."""
 
     cut: Cut | None
-    returncode: int
+    returncode: int | None
     at: float
 
 
@@ -150,11 +150,22 @@ class SubprocessExecutor(Executor):
             return self._run_started(self._start(runner, request), request, cases, runner)
 
     def _run_started(self, started: Started, request: dict, cases: list[Case], runner: str) -> list[CaseResult]:
+        finished = False
         try:
             transcript, ending = self._supervise(started, request, cases, runner)
+            finished = self._finished(transcript, ending.cut)
             return self._results(cases, transcript, ending, started.out, started.err)
         finally:
-            started.release()
+            if finished:
+                POOL.retire(started)  # killed and cleaned up off this batch's path (``warm.py``)
+            else:
+                started.release()
+
+    def _finished(self, transcript: Transcript, cut: Cut | None) -> bool:
+        """A pre-starting executor's child whose batch has every outcome, within its
+        limits: it is left to exit until the pool retires it (its ``returncode`` is then
+        None; only a child that failed a case is asked for one)."""
+        return self.prestart and cut is None and transcript.complete
 
     def _key(self, runner: str) -> tuple:
         return (type(self).__name__, self.isolation, self.tmp_root, self._config_json, runner)
@@ -223,17 +234,21 @@ class SubprocessExecutor(Executor):
         self, started: Started, request: dict, cases: list[Case], runner: str
     ) -> tuple[Transcript, _Ending]:
         """Hand the child its request, read its events until done, and kill what is left
-        of it. With ``prestart``, the next batch's child starts once this one has its work."""
+        of it (a finished batch's child is the pool's to kill). With ``prestart``, the next
+        batch's child starts once this one has its work."""
         child, transcript = started.child, Transcript(cases, self.config.max_output_bytes)
         try:
             if child.request_fd is not None:
                 send_line(child.request_fd, request_line(request))
                 child.end_request()
             if self.prestart:
-                POOL.offer(self._key(runner), POOL.launch(partial(self._start, runner, None)))
+                POOL.prestart(self._key(runner), partial(self._start, runner, None))
             cut = watch(child.read_fd, child.pidfd, child.cpu_s, transcript, self._limit)
             ending_at = time.monotonic()
-        finally:
+        except BaseException:
+            started.stop()
+            raise
+        if not self._finished(transcript, cut):
             started.stop()
         return transcript, _Ending(cut, child.proc.returncode, ending_at)
 

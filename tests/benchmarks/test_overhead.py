@@ -18,8 +18,10 @@ def test_the_targets_are_the_issues(bench):
 
 
 def test_a_tiny_run_prints_one_sane_line_per_cost(bench, prefect_server, capsys):
-    rows = bench.main(["--ms", "1", "--ms", "2", "--cases", "8", "--budget", "2"])
-    lines = [line for line in capsys.readouterr().out.splitlines() if LINE.match(line)]
+    rows = bench.main(["--ms", "1", "--ms", "2", "--cases", "8", "--budget", "2", "--repeat", "3"])
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if LINE.match(line)]
+    spreads = [line.split(":")[1].split() for line in out if "ratio of each run:" in line]
     assert [row["ms"] for row in rows] == [1.0, 2.0] and len(lines) == 2, lines
     for row, line in zip(rows, lines):
         ms, evaluations, platform_s, bare_s, ratio, target, verdict = LINE.match(line).groups()
@@ -29,12 +31,14 @@ def test_a_tiny_run_prints_one_sane_line_per_cost(bench, prefect_server, capsys)
         assert float(platform_s) > row["bare_s"] > row["evaluations"] * float(ms) / 1000  # a case spins its ms
         assert row["ratio"] == pytest.approx((row["platform_s"] / row["evaluations"]) / (row["bare_s"] / row["evaluations"]))
         assert float(ratio) == pytest.approx(row["ratio"], abs=1e-3)
+        assert len(row["ratios"]) == 3 and sorted(row["ratios"])[1] == row["ratio"]  # the median of the three
+    assert [[float(r) for r in spread] for spread in spreads] == [pytest.approx(row["ratios"], abs=1e-3) for row in rows]
     assert (rows[0]["target"], lines[0].split()[-1] in ("ok", "MISSED")) == (3.0, True)
     assert rows[1]["target"] is None and lines[1].split()[-1] == "-"
     assert {row["sandbox"] for row in rows} == {"warm"}
 
 
 def test_cold_measures_each_cost_also_without_prestarted_sandboxes(bench, prefect_server, capsys):
-    rows = bench.main(["--ms", "1", "--cases", "8", "--budget", "2", "--cold"])
+    rows = bench.main(["--ms", "1", "--cases", "8", "--budget", "2", "--cold", "--repeat", "1"])
     assert [(row["ms"], row["sandbox"], row["target"]) for row in rows] == [(1.0, "cold", None), (1.0, "warm", 3.0)]
     assert rows[0]["evaluations"] == rows[1]["evaluations"]  # the same search, the same evaluations
