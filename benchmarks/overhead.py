@@ -16,6 +16,13 @@ is excluded (a warm-up run starts it); everything per round is included.
 starts its sandbox when it comes, as before suites/executors/warm.py), measured in the
 same run right before the default one.
 
+Before each measured run the script waits until Prefect's server has persisted the
+previous run's events (its event persister flushes every few seconds): on the SQLite
+server a flow run created while that flush writes gets a 503 (SQLITE_BUSY_SNAPSHOT) and
+Prefect's client sleeps 2 s before it retries, which turned 1.2-1.6 s runs into 3.2-4.0
+s ones whenever two runs followed each other in one process. ``ratchet run`` starts one
+flow run per process, on a server that has nothing else to write.
+
 Each line is the median of ``--repeat`` measurements (default 3; each a fresh run of
 the flow and its own bare loop, one after the other), so that one slow moment of a
 shared machine does not decide the verdict; the ratios of all of them follow on the
@@ -79,11 +86,19 @@ def bare_loop(store_uri: str, run_id: str, ms: float, cases: int) -> tuple[float
     return time.perf_counter() - start, len(pairs)
 
 
+def quiesce() -> None:
+    """Wait out one flush of the Prefect server's event persister (see the docstring)."""
+    from prefect.settings import get_current_settings
+
+    time.sleep(get_current_settings().server.services.event_persister.flush_interval + 1.0)
+
+
 def measure(store_uri: str, ms: float, cases: int, budget: int, prestart: bool = True, repeat: int = 0) -> dict:
     """One measurement: the platform run and the bare loop over its evaluations."""
     from suites.executors import PRESTART_ENV
     from suites.executors.warm import POOL
 
+    quiesce()
     run_id = f"overhead-{ms:g}ms{'' if prestart else '-cold'}-{repeat}".replace(".", "_")
     os.environ[PRESTART_ENV] = "1" if prestart else "0"
     try:
