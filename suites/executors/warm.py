@@ -41,6 +41,7 @@ things there so that the batch's thread does not wait for them:
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 from typing import IO, Callable, Hashable
 
 MAX_IDLE = 4
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -99,8 +101,9 @@ class WarmPool:
         return started.result()
 
     def retire(self, started: Started) -> None:
-        """Kill ``started`` and remove its directory on the pool's thread."""
-        self._submit(started.release)
+        """Kill ``started`` and remove its directory on the pool's thread; a failure is
+        logged (its batch has returned: nothing is left to fail)."""
+        self._submit(started.release).add_done_callback(_warn_if_failed)
 
     def settle(self) -> None:
         """Wait until the pool's thread has done everything it was given so far."""
@@ -133,6 +136,11 @@ class WarmPool:
     def _forget_if_forked(self) -> None:
         if os.getpid() != self._pid:  # the parent's children and thread are not ours
             self._idle, self._pid, self._thread = OrderedDict(), os.getpid(), None
+
+
+def _warn_if_failed(retired: Future) -> None:
+    if retired.exception() is not None:
+        log.warning("a finished sandbox could not be cleaned up: %r", retired.exception())
 
 
 def _release(started: Future[Started]) -> None:

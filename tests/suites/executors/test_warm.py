@@ -16,7 +16,7 @@ from schemas.configs import SandboxConfig
 from suites.base import Case
 from suites.executors import SubprocessExecutor, make_executor
 from suites.executors.channel import sweep_orphans
-from suites.executors.warm import POOL
+from suites.executors.warm import POOL, Started
 from tests.suites.executors.processes import sandbox_processes
 
 RUNNER = "def run(fn, payload):\n    return fn(**payload)\n"
@@ -63,6 +63,15 @@ def test_the_child_started_ahead_outlives_the_thread_whose_batch_started_it(warm
     assert len(waiting) == 1 and len(sandbox_processes(sandbox_root)) >= 1
     second = warm.run(WHERE, RUNNER, "solve", cases({"name": "b.txt"}))[0]
     assert second.output[0] == waiting[0]  # the next round's first batch ran in it
+
+
+def test_a_retired_child_that_cannot_be_cleaned_up_is_reported(warm, caplog):
+    def fails() -> None:
+        raise PermissionError("the directory is not ours")
+
+    POOL.retire(Started("/nowhere", None, None, None, fails, fails))  # type: ignore[arg-type]
+    POOL.settle()
+    assert "could not be cleaned up: PermissionError('the directory is not ours')" in caplog.text
 
 
 def test_closing_the_pool_leaves_no_process_and_no_directory(warm, sandbox_root):
