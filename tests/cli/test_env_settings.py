@@ -4,6 +4,8 @@ second) and left as they are when a real server is set."""
 
 import time
 
+import pytest
+
 from prefect import flow
 from prefect.settings import get_current_settings
 
@@ -65,3 +67,53 @@ def test_the_ephemeral_servers_shutdown_noise_is_silenced_and_a_real_servers_log
     assert level() == "CRITICAL"
     assert level(PREFECT_API_URL="http://127.0.0.1:4200/api") == "None"
     assert level(PREFECT_SERVER_LOGGING_LEVEL="DEBUG") == "DEBUG"  # what the user set stays
+
+
+def test_the_ephemeral_servers_task_run_recorder_batches_and_a_real_servers_is_left_alone(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import os, sys; from cli.env import prepare_environment; prepare_environment(sys.argv[1]); "
+             "print(os.environ.get('PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE'), "
+             "os.environ.get('PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL'))")
+    base = {k: v for k, v in os.environ.items()
+            if k != "PREFECT_API_URL" and not k.startswith("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER")}
+
+    def recorder(**extra) -> str:
+        done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "store")], env={**base, **extra},
+                              capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    assert recorder() == "100 1"
+    assert recorder(PREFECT_API_URL="http://127.0.0.1:4200/api") == "None None"
+    assert recorder(PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE="7") == "7 1"  # what the user set stays
+
+
+@pytest.mark.integration
+def test_every_task_run_of_a_process_that_exits_is_in_the_ephemeral_servers_database(tmp_path):
+    """The batched recorder's last batch is written when the server shuts down with the
+    process: all three task runs are there, completed."""
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from cli.env import engine_settings, prepare_environment\n"
+        "prepare_environment(sys.argv[1])\n"
+        "from prefect import flow, task\n"
+        "@task\n"
+        "def step(i): return i\n"
+        "@flow(name='three-steps')\n"
+        "def three(): return [step(i) for i in range(3)]\n"
+        "with engine_settings(): three()\n"
+    )
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PREFECT_API_URL", "PREFECT_HOME") and not k.startswith("PREFECT_SERVER_SERVICES")}
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "store")], env=env, check=True,
+                   capture_output=True, timeout=300)
+    database = sqlite3.connect(tmp_path / "store" / "prefect" / "prefect.db")
+    states = database.execute("select state_type from task_run").fetchall()
+    assert states == [("COMPLETED",)] * 3
