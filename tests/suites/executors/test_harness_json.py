@@ -53,8 +53,9 @@ def test_what_json_refuses_the_harness_refuses():
         harness._loads('{"a": 1} 2')
 
 
-def test_a_child_starts_without_importing_re():
-    code = "import sys; sys.argv = ['h']; import harness; print('re' in sys.modules, 'json' in sys.modules)"
+def test_a_child_starts_without_importing_re_or_enum():
+    code = ("import sys; sys.argv = ['h']; import harness; "
+            "print('re' in sys.modules, 'json' in sys.modules, 'enum' in sys.modules, 'signal' in sys.modules)")
     out = subprocess.run([sys.executable, "-S", "-c", code], cwd=harness.__file__.rsplit("/", 1)[0],
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "False"]
+    assert out == ["False", "False", "False", "False"]
