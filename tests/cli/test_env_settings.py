@@ -2,14 +2,19 @@
 watches them, and Prefect's heartbeat thread holds each flow run's exit for up to a
 second) and left as they are when a real server is set."""
 
+import os
+import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from prefect import flow
 from prefect.settings import get_current_settings
 
-from cli.env import engine_settings
+from cli.env import EPHEMERAL_RECORDER, engine_settings
 
 
 def test_heartbeats_are_off_without_a_server_and_kept_with_one(monkeypatch):
@@ -50,55 +55,36 @@ def test_an_empty_flow_run_no_longer_waits_for_the_heartbeat_thread(monkeypatch)
     print(f"empty flow run: {without:.3f} s without heartbeats, {with_heartbeat:.3f} s with")
 
 
-def test_the_ephemeral_servers_shutdown_noise_is_silenced_and_a_real_servers_logs_are_left_alone(tmp_path):
-    import os
-    import subprocess
-    import sys
-
+def prepared(store: Path, names: tuple[str, ...], **extra: str) -> str:
+    """What `prepare_environment` leaves in ``names`` (space-separated), run in a fresh
+    process whose environment has none of them, nor PREFECT_API_URL, beyond ``extra``."""
     probe = ("import os, sys; from cli.env import prepare_environment; prepare_environment(sys.argv[1]); "
-             "print(os.environ.get('PREFECT_SERVER_LOGGING_LEVEL'))")
-    base = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_SERVER_LOGGING_LEVEL")}
+             f"print(*(os.environ.get(name) for name in {names!r}))")
+    base = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL" and k not in names}
+    done = subprocess.run([sys.executable, "-c", probe, str(store)], env={**base, **extra},
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
-    def level(**extra) -> str:
-        done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "store")], env={**base, **extra},
-                              capture_output=True, text=True, check=True)
-        return done.stdout.strip()
 
-    assert level() == "CRITICAL"
-    assert level(PREFECT_API_URL="http://127.0.0.1:4200/api") == "None"
-    assert level(PREFECT_SERVER_LOGGING_LEVEL="DEBUG") == "DEBUG"  # what the user set stays
+def test_the_ephemeral_servers_shutdown_noise_is_silenced_and_a_real_servers_logs_are_left_alone(tmp_path):
+    names = ("PREFECT_SERVER_LOGGING_LEVEL",)
+    assert prepared(tmp_path / "store", names) == "CRITICAL"
+    assert prepared(tmp_path / "store", names, PREFECT_API_URL="http://127.0.0.1:4200/api") == "None"
+    assert prepared(tmp_path / "store", names, PREFECT_SERVER_LOGGING_LEVEL="DEBUG") == "DEBUG"  # the user's stays
 
 
 def test_the_ephemeral_servers_task_run_recorder_batches_and_a_real_servers_is_left_alone(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    probe = ("import os, sys; from cli.env import prepare_environment; prepare_environment(sys.argv[1]); "
-             "print(os.environ.get('PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE'), "
-             "os.environ.get('PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL'))")
-    base = {k: v for k, v in os.environ.items()
-            if k != "PREFECT_API_URL" and not k.startswith("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER")}
-
-    def recorder(**extra) -> str:
-        done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "store")], env={**base, **extra},
-                              capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    assert recorder() == "100 1"
-    assert recorder(PREFECT_API_URL="http://127.0.0.1:4200/api") == "None None"
-    assert recorder(PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE="7") == "7 1"  # what the user set stays
+    names = tuple(EPHEMERAL_RECORDER)
+    assert prepared(tmp_path / "store", names) == "100 100 1"
+    assert prepared(tmp_path / "store", names, PREFECT_API_URL="http://127.0.0.1:4200/api") == "None None None"
+    user = {names[0]: "7"}  # what the user set stays
+    assert prepared(tmp_path / "store", names, **user) == "7 100 1"
 
 
 @pytest.mark.integration
 def test_every_task_run_of_a_process_that_exits_is_in_the_ephemeral_servers_database(tmp_path):
     """The batched recorder's last batch is written when the server shuts down with the
     process: all three task runs are there, completed."""
-    import os
-    import sqlite3
-    import subprocess
-    import sys
-
     script = (
         "import sys\n"
         "from cli.env import engine_settings, prepare_environment\n"
