@@ -1,7 +1,8 @@
 """Process environment the engines need, set before Prefect or MLflow is imported.
 
 Prefect keeps its home (ephemeral server database) beside a local store; analytics and
-telemetry are off; the ephemeral server gets time to start on a fresh database. Two
+telemetry are off; the ephemeral server gets time to start on a fresh database and
+records task runs in batches (``EPHEMERAL_RECORDER``). Two
 ephemeral servers must not share one home, so a process holds its home's lock for its
 lifetime, and a concurrent `ratchet` on the same store takes the first free slot
 `<store>/prefect/slots/<n>` (kept, so the next concurrent run starts on a warm
@@ -15,6 +16,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from storage.uris import DEFAULT_STORE, STORE_FORMS, resolve_store  # noqa: F401 (the CLI's names)
+
+
+EPHEMERAL_RECORDER = {
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_READ_BATCH_SIZE": "100",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
+}
+"""The ephemeral server's task-run recorder writes its events in batches, at least once a
+second, instead of one transaction per event (Prefect's default batch of 1). Every
+stage of a round is a task run with three events; one at a time they took about 1.1 of
+the server's 1.6 s of CPU during a 3 s, 3-round run of 1 ms evaluations on two cores
+(0.6 s batched), CPU the run itself needed. The server's shutdown flushes what is left
+(with the default, the run's last task-run state was missing from its database after
+the process exited). A real server's settings are its own."""
 
 
 def prepare_environment(store_uri: str) -> None:
@@ -44,20 +59,6 @@ def prepare_environment(store_uri: str) -> None:
         os.environ.setdefault(key, value)
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ["RATCHET_STORE"] = store_uri
-
-
-EPHEMERAL_RECORDER = {
-    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "100",
-    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_READ_BATCH_SIZE": "100",
-    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
-}
-"""The ephemeral server's task-run recorder writes its events in batches, at least once a
-second, instead of one transaction per event (Prefect's default batch of 1). Every
-stage of a round is a task run with three events; one at a time they took about 1.1 of
-the server's 1.6 s of CPU during a 3 s, 3-round run of 1 ms evaluations on two cores
-(0.6 s batched), CPU the run itself needed. The server's shutdown flushes what is left (with the default, the run's last
-task-run state was missing from its database after the process exited). A real
-server's settings are its own."""
 
 
 @contextmanager

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,6 @@ def test_every_task_run_of_a_process_that_exits_is_in_the_ephemeral_servers_data
            if k not in ("PREFECT_API_URL", "PREFECT_HOME") and not k.startswith("PREFECT_SERVER_SERVICES")}
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "store")], env=env, check=True,
                    capture_output=True, timeout=300)
-    database = sqlite3.connect(tmp_path / "store" / "prefect" / "prefect.db")
-    states = database.execute("select state_type from task_run").fetchall()
+    with closing(sqlite3.connect(tmp_path / "store" / "prefect" / "prefect.db")) as database:
+        states = database.execute("select state_type from task_run").fetchall()
     assert states == [("COMPLETED",)] * 3
